@@ -1,0 +1,47 @@
+# Two entry points on a fresh machine: `make demo` and `make test`. Both bootstrap what they need.
+PYTHON ?= python3.11
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.irprof-installed
+DEMO   ?= demo-run
+FRAMEWORK ?= tf
+
+.PHONY: demo test lint typecheck unit bench sysdeps clean help
+
+help:
+	@echo "make demo   capture, annotate and report on the bundled example (FRAMEWORK=tf|jax|torch)"
+	@echo "make test   lint, type check and the whole test suite"
+	@echo "make bench  reader and annotate benchmarks"
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[all,dev]'
+	touch $(STAMP)
+
+# Debian packages: graphviz for layout, chromium for the report's browser tests.
+sysdeps:
+	@command -v dot >/dev/null && command -v chromium >/dev/null || { \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq graphviz chromium >/dev/null; }
+
+demo: $(STAMP) sysdeps
+	$(BIN)/irprof demo --framework $(FRAMEWORK) -o $(DEMO)
+
+lint: $(STAMP)
+	$(BIN)/ruff check src tests benchmarks examples
+	$(BIN)/ruff format --check src tests benchmarks examples
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+unit: $(STAMP) sysdeps
+	$(BIN)/pytest -q -p no:cacheprovider -rs
+
+test: lint typecheck unit
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/bench_readers.py
+	$(BIN)/python benchmarks/bench_annotate.py
+
+clean:
+	rm -rf $(VENV) $(DEMO) .pytest_cache .mypy_cache .ruff_cache

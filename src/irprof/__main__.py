@@ -1,0 +1,5 @@
+"""`python -m irprof` runs the command-line interface."""
+
+from irprof.cli.main import run
+
+run()

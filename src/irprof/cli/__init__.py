@@ -1,0 +1,1 @@
+"""Command-line interface: thin wrappers that parse arguments, call the library and print."""

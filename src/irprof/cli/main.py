@@ -1,0 +1,77 @@
+"""`irprof` entry point: builds the Typer app from command modules; only `main` exits or prints errors."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Sequence
+
+import click
+import typer
+from rich.console import Console
+
+from irprof import __version__
+from irprof.errors import IrprofError
+
+# Each module defines `register(app: typer.Typer) -> None`; order is the order in --help.
+COMMAND_MODULES = (
+    "irprof.cli.capture_cmd",
+    "irprof.cli.annotate_cmd",
+    "irprof.cli.trace_cmd",
+    "irprof.cli.dag_cmd",
+    "irprof.cli.opt_cmd",
+    "irprof.cli.top_cmd",
+    "irprof.cli.graph_cmd",
+    "irprof.cli.report_cmd",
+    "irprof.cli.export_cmd",
+    "irprof.cli.demo_cmd",
+)
+
+
+def build_app() -> typer.Typer:
+    """The Typer application with every command registered."""
+    app = typer.Typer(
+        name="irprof",
+        help="Join ML profiler traces to the MLIR ops that produced them; annotate; report.",
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+        context_settings={"help_option_names": ["-h", "--help"]},
+    )
+
+    @app.callback(invoke_without_command=True)
+    def _root(
+        version: bool = typer.Option(False, "--version", help="Print the version and exit."),
+    ) -> None:
+        if version:
+            typer.echo(f"irprof {__version__}")
+            raise typer.Exit(0)
+
+    for module_name in COMMAND_MODULES:
+        importlib.import_module(module_name).register(app)
+    return app
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI on `argv`; returns the exit code (0 ok, 1 failure found, 2 bad input/usage)."""
+    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    app = build_app()
+    try:
+        result = app(args=list(argv) if argv is not None else None, standalone_mode=False)
+    except IrprofError as exc:
+        err.print(f"[bold red]irprof: error:[/] {exc}", markup=True)
+        return exc.exit_code
+    except click.exceptions.Exit as exc:
+        return int(exc.exit_code)
+    except click.exceptions.Abort:
+        err.print("irprof: aborted")
+        return 130
+    except click.ClickException as exc:
+        exc.show(file=sys.stderr)
+        return 2
+    return int(result) if isinstance(result, int) else 0
+
+
+def run() -> None:
+    """Console-script entry: exit with `main`'s code."""
+    sys.exit(main())

@@ -1,0 +1,136 @@
+"""Coverage of a correlation: how much profiled time and how many ops found each other."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from irprof.fileio import write_bytes_atomic
+
+# Op names that do no work worth profiling; excluded from `ops_nontrivial`.
+TRIVIAL_OPS = frozenset(
+    {
+        "tf.Const",
+        "tf.Identity",
+        "tf.IdentityN",
+        "tf.NoOp",
+        "tf.Placeholder",
+        "tf_executor.fetch",
+        "tf_executor.island",
+        "tf_executor.yield",
+        "tf_executor.graph",
+        "func.return",
+        "func.func",
+        "builtin.module",
+        "stablehlo.constant",
+        "mhlo.constant",
+        "arith.constant",
+        "torch.constant.int",
+        "torch.constant.float",
+        "torch.constant.bool",
+        "torch.constant.none",
+        "torch.constant.str",
+        "torch.constant.device",
+        "torch.prim.ListConstruct",
+        "torch.vtensor.literal",
+        "torch_c.to_builtin_tensor",
+        "torch_c.from_builtin_tensor",
+        "util.global",
+        "util.return",
+        "util.func",
+        "flow.return",
+        "linalg.yield",
+        "tensor.empty",
+        "scf.yield",
+    }
+)
+
+
+def is_trivial_op(op_name: str) -> bool:
+    """True for constants, identities, no-ops, placeholders, terminators and containers."""
+    return op_name in TRIVIAL_OPS or op_name.endswith((".return", ".yield", ".terminator"))
+
+
+@dataclass(frozen=True)
+class UnmatchedEvent:
+    """A profiled event name that no op received, with its summed time."""
+
+    name: str
+    total_ns: int
+    count: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class UnmatchedOp:
+    """A non-trivial op that received no profile, with why."""
+
+    op_name: str
+    location: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """The DESIGN.md coverage record, written as `coverage.json` and shown on the terminal."""
+
+    level: str
+    profiled_ns: int
+    attributed_ns: int
+    ops_total: int
+    ops_nontrivial: int
+    ops_annotated: int
+    ops_nontrivial_annotated: int
+    unmatched_events: tuple[UnmatchedEvent, ...] = ()
+    unmatched_ops: tuple[UnmatchedOp, ...] = ()
+    warnings: tuple[str, ...] = ()
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def time_coverage(self) -> float:
+        """attributed_ns / profiled_ns (0 when nothing was profiled)."""
+        return self.attributed_ns / self.profiled_ns if self.profiled_ns else 0.0
+
+    @property
+    def nontrivial_coverage(self) -> float:
+        """Share of non-trivial ops that received a profile."""
+        return self.ops_nontrivial_annotated / self.ops_nontrivial if self.ops_nontrivial else 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON form including the derived ratios."""
+        out = asdict(self)
+        out["time_coverage"] = self.time_coverage
+        out["nontrivial_coverage"] = self.nontrivial_coverage
+        return out
+
+    @staticmethod
+    def from_json(obj: dict[str, Any]) -> Coverage:
+        """Inverse of `to_json` (derived ratios are recomputed)."""
+        return Coverage(
+            level=obj["level"],
+            profiled_ns=int(obj["profiled_ns"]),
+            attributed_ns=int(obj["attributed_ns"]),
+            ops_total=int(obj["ops_total"]),
+            ops_nontrivial=int(obj["ops_nontrivial"]),
+            ops_annotated=int(obj["ops_annotated"]),
+            ops_nontrivial_annotated=int(obj["ops_nontrivial_annotated"]),
+            unmatched_events=tuple(UnmatchedEvent(**e) for e in obj.get("unmatched_events", [])),
+            unmatched_ops=tuple(UnmatchedOp(**o) for o in obj.get("unmatched_ops", [])),
+            warnings=tuple(obj.get("warnings", [])),
+            extra=dict(obj.get("extra", {})),
+        )
+
+
+def save_coverages(path: str | Path, coverages: dict[str, Coverage]) -> None:
+    """Write `coverage.json`: level -> coverage record."""
+    payload = {"version": 1, "levels": {k: v.to_json() for k, v in coverages.items()}}
+    write_bytes_atomic(path, orjson.dumps(payload, option=orjson.OPT_INDENT_2))
+
+
+def load_coverages(path: str | Path) -> dict[str, Coverage]:
+    """Read `coverage.json`."""
+    obj = orjson.loads(Path(path).read_bytes())
+    return {k: Coverage.from_json(v) for k, v in obj["levels"].items()}

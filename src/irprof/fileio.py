@@ -1,0 +1,54 @@
+"""Atomic output and transparent gzip input: a failed command never leaves a partial file."""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import os
+import tempfile
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO
+
+from irprof.errors import TraceFormatError
+
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+def read_bytes_maybe_gzip(path: str | Path) -> bytes:
+    """The file's bytes, decompressed when it is gzip; truncation is a TraceFormatError."""
+    raw = Path(path).read_bytes()
+    if not raw.startswith(GZIP_MAGIC):
+        return raw
+    try:
+        return gzip.decompress(raw)
+    except (EOFError, OSError, zlib.error) as exc:
+        raise TraceFormatError(path, f"gzip stream is truncated or corrupt ({exc})") from exc
+
+
+@contextlib.contextmanager
+def atomic_write(path: str | Path, mode: str = "wb") -> Iterator[IO[bytes]] | Iterator[IO[str]]:
+    """Write to a temporary file beside `path` and rename it into place only on success."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, mode) as handle:
+            yield handle
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def write_bytes_atomic(path: str | Path, data: bytes) -> None:
+    """Write `data` to `path` atomically."""
+    with atomic_write(path, "wb") as handle:
+        handle.write(data)  # type: ignore[arg-type]
+
+
+def write_text_atomic(path: str | Path, text: str) -> None:
+    """Write `text` (UTF-8) to `path` atomically."""
+    write_bytes_atomic(path, text.encode("utf-8"))

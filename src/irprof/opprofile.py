@@ -1,0 +1,202 @@
+"""Per-op profiles: what correlators produce and the annotate pass consumes (`opprofile.json`).
+
+An entry pairs an `OpKey` (how to find the op again from its location) with `ProfileData`
+(what was measured). Keeping this file framework-free lets passes be tested on their own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from irprof.errors import IrprofError
+from irprof.fileio import write_bytes_atomic
+
+OPPROFILE_VERSION = 1
+
+
+@dataclass(frozen=True)
+class OpKey:
+    """Identifies an op through its location; an op matches when every non-None field equals.
+
+    name:    the op's runtime name from its location (TF node name, JAX op_name path, FX node)
+    source:  innermost source position `file:line:col`
+    origin:  stable origin id stamped by `irprof-stamp-origin` (`<level>#<index>`)
+    ordinal: index among the module's ops with the same (name, source), in walk order
+    """
+
+    name: str | None = None
+    source: str | None = None
+    origin: str | None = None
+    ordinal: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """Non-None fields only."""
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+    @staticmethod
+    def from_json(obj: dict[str, Any]) -> OpKey:
+        """Inverse of `to_json`."""
+        return OpKey(
+            name=obj.get("name"),
+            source=obj.get("source"),
+            origin=obj.get("origin"),
+            ordinal=obj.get("ordinal"),
+        )
+
+
+@dataclass(frozen=True)
+class ProfileData:
+    """Measurements of one op, the payload of the `irprof.profile` attribute."""
+
+    count: int
+    total_ns: int
+    mean_ns: int
+    min_ns: int
+    max_ns: int
+    first_ts_ns: int
+    fraction: float  # share of all profiled op time
+    kernels: tuple[str, ...] = ()
+    fused_with: tuple[str, ...] = ()
+    source: str = ""  # where the data came from, e.g. "xplane:sequential/conv/Conv2D"
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain JSON form (lists for tuples)."""
+        out = asdict(self)
+        out["kernels"] = list(self.kernels)
+        out["fused_with"] = list(self.fused_with)
+        return out
+
+    @staticmethod
+    def from_json(obj: dict[str, Any]) -> ProfileData:
+        """Inverse of `to_json`."""
+        return ProfileData(
+            count=int(obj["count"]),
+            total_ns=int(obj["total_ns"]),
+            mean_ns=int(obj["mean_ns"]),
+            min_ns=int(obj["min_ns"]),
+            max_ns=int(obj["max_ns"]),
+            first_ts_ns=int(obj["first_ts_ns"]),
+            fraction=float(obj["fraction"]),
+            kernels=tuple(obj.get("kernels", ())),
+            fused_with=tuple(obj.get("fused_with", ())),
+            source=str(obj.get("source", "")),
+        )
+
+    @staticmethod
+    def from_durations(
+        durations_ns: Iterable[int],
+        first_ts_ns: int,
+        profiled_ns: int,
+        *,
+        kernels: Iterable[str] = (),
+        fused_with: Iterable[str] = (),
+        source: str = "",
+    ) -> ProfileData:
+        """Aggregate event durations (already shared out for fused kernels) into one record."""
+        durs = [int(d) for d in durations_ns]
+        if not durs:
+            raise ValueError("ProfileData needs at least one duration")
+        total = sum(durs)
+        return ProfileData(
+            count=len(durs),
+            total_ns=total,
+            mean_ns=total // len(durs),
+            min_ns=min(durs),
+            max_ns=max(durs),
+            first_ts_ns=int(first_ts_ns),
+            fraction=(total / profiled_ns) if profiled_ns > 0 else 0.0,
+            kernels=tuple(dict.fromkeys(kernels)),
+            fused_with=tuple(dict.fromkeys(fused_with)),
+            source=source,
+        )
+
+
+@dataclass(frozen=True)
+class OpProfileEntry:
+    """One op's key and measurements, plus its IR op name and location text for humans."""
+
+    key: OpKey
+    data: ProfileData
+    op_name: str = ""
+    location: str = ""
+
+
+@dataclass(frozen=True)
+class OpProfile:
+    """All per-op measurements for one IR level of one run."""
+
+    level: str
+    framework: str
+    entries: tuple[OpProfileEntry, ...]
+    totals: dict[str, Any] = field(default_factory=dict)  # profiled_ns, attributed_ns, steps...
+    source_trace: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        """Versioned JSON form."""
+        return {
+            "version": OPPROFILE_VERSION,
+            "level": self.level,
+            "framework": self.framework,
+            "source_trace": self.source_trace,
+            "totals": self.totals,
+            "entries": [
+                {
+                    "key": e.key.to_json(),
+                    "op": e.op_name,
+                    "loc": e.location,
+                    "profile": e.data.to_json(),
+                }
+                for e in self.entries
+            ],
+        }
+
+    @staticmethod
+    def from_json(obj: dict[str, Any], *, path: str = "<opprofile>") -> OpProfile:
+        """Inverse of `to_json`; rejects unknown versions with a clear message."""
+        version = obj.get("version")
+        if version != OPPROFILE_VERSION:
+            raise IrprofError(
+                f"{path}: opprofile version {version!r} is not supported "
+                f"(expected {OPPROFILE_VERSION})"
+            )
+        try:
+            entries = tuple(
+                OpProfileEntry(
+                    key=OpKey.from_json(e["key"]),
+                    data=ProfileData.from_json(e["profile"]),
+                    op_name=e.get("op", ""),
+                    location=e.get("loc", ""),
+                )
+                for e in obj["entries"]
+            )
+            return OpProfile(
+                level=str(obj["level"]),
+                framework=str(obj.get("framework", "")),
+                entries=entries,
+                totals=dict(obj.get("totals", {})),
+                source_trace=str(obj.get("source_trace", "")),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise IrprofError(f"{path}: malformed opprofile entry ({exc!r})") from exc
+
+    def save(self, path: str | Path) -> None:
+        """Write atomically as indented JSON."""
+        write_bytes_atomic(path, orjson.dumps(self.to_json(), option=orjson.OPT_INDENT_2))
+
+    @staticmethod
+    def load(path: str | Path) -> OpProfile:
+        """Read an `opprofile.json`."""
+        try:
+            obj = orjson.loads(Path(path).read_bytes())
+        except FileNotFoundError as exc:
+            raise IrprofError(f"{path}: no such opprofile file") from exc
+        except orjson.JSONDecodeError as exc:
+            raise IrprofError(f"{path}: not JSON ({exc})") from exc
+        if not isinstance(obj, dict):
+            raise IrprofError(f"{path}: expected a JSON object with 'entries'")
+        return OpProfile.from_json(obj, path=str(path))
