@@ -1,0 +1,10 @@
+"""Correlators: join a run bundle's trace to one IR level's ops, per framework."""
+
+from irprof.correlate.base import (
+    CorrelationOptions,
+    CorrelationResult,
+    Correlator,
+    get_all_correlators,
+)
+
+__all__ = ["CorrelationOptions", "CorrelationResult", "Correlator", "get_all_correlators"]
