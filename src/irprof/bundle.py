@@ -117,7 +117,9 @@ class RunBundle:
         """Load and validate the manifest."""
         path = self.manifest_path
         if not path.is_file():
-            raise BundleError(f"{self.root}: not a run bundle (no manifest.json); run `irprof capture`")
+            raise BundleError(
+                f"{self.root}: not a run bundle (no manifest.json); run `irprof capture`"
+            )
         try:
             obj = orjson.loads(path.read_bytes())
             return Manifest.from_json(obj)

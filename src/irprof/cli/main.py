@@ -1,4 +1,4 @@
-"""`irprof` entry point: builds the Typer app from command modules; only `main` exits or prints errors."""
+"""`irprof` entry point: the Typer app built from command modules; only `main` exits."""
 
 from __future__ import annotations
 
