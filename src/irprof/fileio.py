@@ -28,13 +28,13 @@ def read_bytes_maybe_gzip(path: str | Path) -> bytes:
 
 
 @contextlib.contextmanager
-def atomic_write(path: str | Path, mode: str = "wb") -> Iterator[IO[bytes]] | Iterator[IO[str]]:
-    """Write to a temporary file beside `path` and rename it into place only on success."""
+def atomic_write(path: str | Path) -> Iterator[IO[bytes]]:
+    """Binary handle on a temporary file beside `path`, renamed into place only on success."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
-        with os.fdopen(fd, mode) as handle:
+        with os.fdopen(fd, "wb") as handle:
             yield handle
         os.replace(tmp, target)
     except BaseException:
@@ -45,8 +45,8 @@ def atomic_write(path: str | Path, mode: str = "wb") -> Iterator[IO[bytes]] | It
 
 def write_bytes_atomic(path: str | Path, data: bytes) -> None:
     """Write `data` to `path` atomically."""
-    with atomic_write(path, "wb") as handle:
-        handle.write(data)  # type: ignore[arg-type]
+    with atomic_write(path) as handle:
+        handle.write(data)
 
 
 def write_text_atomic(path: str | Path, text: str) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib
 from dataclasses import dataclass
 from typing import Protocol
@@ -51,7 +52,7 @@ for _framework, _module in (
     ("jax", "irprof.correlate.jax"),
     ("torch", "irprof.correlate.torch"),
 ):
-    _CORRELATORS.register(_framework, lambda m=_module: _lazy(m))
+    _CORRELATORS.register(_framework, functools.partial(_lazy, _module))
 
 
 def get_all_correlators() -> Registry[Correlator]:
