@@ -1,0 +1,17 @@
+#!/bin/sh
+# Regenerate xplane_pb2.py and profile_options_pb2.py (and .pyi stubs) from the .proto files
+# with the protoc bundled in grpcio-tools (a dev dependency). Run from anywhere:
+#   PYTHON=.venv/bin/python sh src/irprof/readers/xplane_proto/regenerate.sh
+# The proto path is the `src` root so the file registers in protobuf's descriptor pool under a
+# name no other package uses (irprof/readers/xplane_proto/xplane.proto).
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+src=$(cd "$here/../../.." && pwd)
+python=${PYTHON:-python}
+"$python" -m grpc_tools.protoc --proto_path="$src" --python_out="$src" --pyi_out="$src" \
+  "$src/irprof/readers/xplane_proto/xplane.proto" \
+  "$src/irprof/readers/xplane_proto/profile_options.proto"
+# The generated stubs use bare generics that `mypy --strict` rejects; they are generated, not ours.
+for stub in "$here"/*_pb2.pyi; do
+  printf '# mypy: ignore-errors\n%s\n' "$(cat "$stub")" > "$stub"
+done
