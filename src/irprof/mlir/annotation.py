@@ -1,0 +1,243 @@
+"""The thesis's ProfiledOpInterface in Python: attach, read, test and strip per-op profiles.
+
+Two attribute layouts:
+- `irprof` (default): `irprof.profile = {count, total_ns, mean_ns, min_ns, max_ns, first_ts_ns,
+  fraction, kernels = [...], fused_with = [...], source}`; integers i64, fraction f64, strings as
+  StringAttr, lists as ArrayAttr of StringAttr (DESIGN.md).
+- `thesis`: `profiler_data = {ts, dur}` (i64 ns) as in the thesis's TF pass, where one op had one
+  event. Here `ts` = `first_ts_ns` (start of the op's first event) and `dur` = `total_ns` (all time
+  attributed to the op), so `dur` sums to the attributed time over a module. Reading a thesis
+  attribute back gives a ProfileData with count 1 (the layout keeps nothing else).
+
+The module carries `irprof.summary = {source_trace, framework, level, profiled_ns, attributed_ns,
+time_coverage, ops_total, ops_annotated, nontrivial_coverage}`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from iree.compiler import ir
+
+from irprof.coverage import Coverage
+from irprof.mlir.keys import root_operation
+from irprof.opprofile import ProfileData
+
+PROFILE_ATTR = "irprof.profile"
+THESIS_ATTR = "profiler_data"
+SUMMARY_ATTR = "irprof.summary"
+PROFILE_ATTRS = (PROFILE_ATTR, THESIS_ATTR)
+
+Layout = Literal["irprof", "thesis"]
+LAYOUTS: tuple[Layout, ...] = ("irprof", "thesis")
+
+_INT_FIELDS = ("count", "total_ns", "mean_ns", "min_ns", "max_ns", "first_ts_ns")
+
+
+class AttributeBuilder:
+    """Builds profile attributes in one context, reusing types and repeated strings."""
+
+    def __init__(self, context: ir.Context) -> None:
+        self.context = context
+        self.i64 = ir.IntegerType.get_signless(64, context)
+        self.f64 = ir.F64Type.get(context)
+        self._strings: dict[str, ir.Attribute] = {}
+        self._empty = ir.ArrayAttr.get([], context)
+        self._loc = ir.Location.unknown(context)
+
+    def integer(self, value: int) -> ir.Attribute:
+        """An i64 IntegerAttr."""
+        return ir.IntegerAttr.get(self.i64, value)
+
+    def string(self, value: str) -> ir.Attribute:
+        """A StringAttr, cached: kernel and source names repeat across ops."""
+        found = self._strings.get(value)
+        if found is None:
+            found = ir.StringAttr.get(value, self.context)
+            self._strings[value] = found
+        return found
+
+    def strings(self, values: tuple[str, ...]) -> ir.Attribute:
+        """An ArrayAttr of StringAttr."""
+        if not values:
+            return self._empty
+        return ir.ArrayAttr.get([self.string(v) for v in values], self.context)
+
+    def profile(self, data: ProfileData) -> ir.Attribute:
+        """The `irprof.profile` dictionary of `data`."""
+        fields: dict[str, ir.Attribute] = {
+            name: self.integer(getattr(data, name)) for name in _INT_FIELDS
+        }
+        fields["fraction"] = ir.FloatAttr.get(self.f64, data.fraction, self._loc)
+        fields["kernels"] = self.strings(data.kernels)
+        fields["fused_with"] = self.strings(data.fused_with)
+        fields["source"] = self.string(data.source)
+        return ir.DictAttr.get(fields, self.context)
+
+    def thesis(self, data: ProfileData) -> ir.Attribute:
+        """The thesis's `profiler_data = {ts, dur}` dictionary of `data`."""
+        return ir.DictAttr.get(
+            {"ts": self.integer(data.first_ts_ns), "dur": self.integer(data.total_ns)},
+            self.context,
+        )
+
+    def value(self, value: Any) -> ir.Attribute:
+        """A plain JSON-like value (int, float, str, list of str) as an attribute."""
+        if isinstance(value, bool):
+            return ir.BoolAttr.get(value, self.context)
+        if isinstance(value, int):
+            return self.integer(value)
+        if isinstance(value, float):
+            return ir.FloatAttr.get(self.f64, value, self._loc)
+        if isinstance(value, (list, tuple)):
+            return self.strings(tuple(str(v) for v in value))
+        return self.string(str(value))
+
+
+def attach_profile(
+    op: ir.Operation,
+    data: ProfileData,
+    *,
+    layout: Layout = "irprof",
+    builder: AttributeBuilder | None = None,
+) -> None:
+    """Attach `data` to `op` in the chosen layout (replacing a previous profile)."""
+    operation = op.operation
+    builder = builder or AttributeBuilder(operation.context)
+    if layout == "irprof":
+        operation.attributes[PROFILE_ATTR] = builder.profile(data)
+    elif layout == "thesis":
+        operation.attributes[THESIS_ATTR] = builder.thesis(data)
+    else:
+        raise ValueError(f"unknown annotation layout {layout!r}; expected one of {LAYOUTS}")
+
+
+def _field(attr: ir.DictAttr, name: str) -> Any:
+    # DictAttr.get is the static constructor here, not Mapping.get.
+    return attr[name] if name in attr else None  # noqa: SIM401
+
+
+def _int(attr: ir.Attribute | None) -> int:
+    return int(ir.IntegerAttr(attr).value) if attr is not None else 0
+
+
+def _strs(attr: ir.Attribute | None) -> tuple[str, ...]:
+    if attr is None:
+        return ()
+    return tuple(ir.StringAttr(item).value for item in ir.ArrayAttr(attr))
+
+
+def get_profile(op: ir.Operation) -> ProfileData | None:
+    """The profile attached to `op` (either layout), or None."""
+    attributes = op.operation.attributes
+    if PROFILE_ATTR in attributes:
+        attr = ir.DictAttr(attributes[PROFILE_ATTR])
+        fraction = _field(attr, "fraction")
+        source = _field(attr, "source")
+        return ProfileData(
+            **{name: _int(_field(attr, name)) for name in _INT_FIELDS},
+            fraction=float(ir.FloatAttr(fraction).value) if fraction is not None else 0.0,
+            kernels=_strs(_field(attr, "kernels")),
+            fused_with=_strs(_field(attr, "fused_with")),
+            source=ir.StringAttr(source).value if source is not None else "",
+        )
+    if THESIS_ATTR in attributes:
+        attr = ir.DictAttr(attributes[THESIS_ATTR])
+        ts, dur = _int(_field(attr, "ts")), _int(_field(attr, "dur"))
+        return ProfileData(
+            count=1, total_ns=dur, mean_ns=dur, min_ns=dur, max_ns=dur, first_ts_ns=ts,
+            fraction=0.0, source="profiler_data",
+        )  # fmt: skip
+    return None
+
+
+def has_profile(op: ir.Operation) -> bool:
+    """True when `op` carries a profile in either layout."""
+    attributes = op.operation.attributes
+    return PROFILE_ATTR in attributes or THESIS_ATTR in attributes
+
+
+def strip_profiles(module: ir.Module | ir.Operation) -> int:
+    """Remove every profile attribute and the module summary; returns how many were removed."""
+    removed = 0
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        nonlocal removed
+        attributes = op.attributes
+        for name in (*PROFILE_ATTRS, SUMMARY_ATTR):
+            if name in attributes:
+                del attributes[name]
+                removed += 1
+        return ir.WalkResult.ADVANCE
+
+    root_operation(module).walk(visit, ir.WalkOrder.PRE_ORDER)
+    return removed
+
+
+@dataclass(frozen=True)
+class ModuleSummary:
+    """What `irprof.summary` records on the module op."""
+
+    source_trace: str
+    framework: str
+    level: str
+    profiled_ns: int
+    attributed_ns: int
+    ops_total: int
+    ops_annotated: int
+    time_coverage: float
+    nontrivial_coverage: float
+
+    @staticmethod
+    def of(coverage: Coverage, *, source_trace: str, framework: str) -> ModuleSummary:
+        """The summary of one annotate step from its coverage record."""
+        return ModuleSummary(
+            source_trace=source_trace,
+            framework=framework,
+            level=coverage.level,
+            profiled_ns=coverage.profiled_ns,
+            attributed_ns=coverage.attributed_ns,
+            ops_total=coverage.ops_total,
+            ops_annotated=coverage.ops_annotated,
+            time_coverage=coverage.time_coverage,
+            nontrivial_coverage=coverage.nontrivial_coverage,
+        )
+
+
+def attach_summary(
+    module: ir.Module | ir.Operation, summary: ModuleSummary | Mapping[str, Any]
+) -> None:
+    """Set the module-level `irprof.summary` dictionary."""
+    root = root_operation(module)
+    builder = AttributeBuilder(root.context)
+    fields = summary.__dict__ if isinstance(summary, ModuleSummary) else dict(summary)
+    root.attributes[SUMMARY_ATTR] = ir.DictAttr.get(
+        {name: builder.value(value) for name, value in fields.items()}, root.context
+    )
+
+
+def get_summary(module: ir.Module | ir.Operation) -> dict[str, Any] | None:
+    """The module's `irprof.summary` as plain values, or None."""
+    attributes = root_operation(module).attributes
+    if SUMMARY_ATTR not in attributes:
+        return None
+    out: dict[str, Any] = {}
+    for named in ir.DictAttr(attributes[SUMMARY_ATTR]):
+        out[named.name] = _plain(named.attr)
+    return out
+
+
+def _plain(attr: ir.Attribute) -> Any:
+    if isinstance(attr, ir.BoolAttr):
+        return attr.value
+    if isinstance(attr, ir.IntegerAttr):
+        return int(attr.value)
+    if isinstance(attr, ir.FloatAttr):
+        return float(attr.value)
+    if isinstance(attr, ir.StringAttr):
+        return attr.value
+    if isinstance(attr, ir.ArrayAttr):
+        return [_plain(item) for item in attr]
+    return str(attr)

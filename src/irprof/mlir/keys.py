@@ -1,0 +1,323 @@
+"""Correlation keys derived from a location tree: runtime names, source position, origins.
+
+What each framework puts in locations (see FRAMEWORKS.md):
+- TensorFlow: the graph node name as a NameLoc, inside `fused["Type:", "node/name"]`
+  (`convert_graph_def`) or wrapping a chain of Python call-site frames (`convert_function`);
+  ops of non-entry functions are named `node@function`.
+- JAX: `NameLoc("jit(f)/dot_general")` around call-site chains of FileLineCol ranges; ops of
+  private functions carry only the primitive (`loc("max")`) and, once inlined, sit in a
+  `callsite(primitive at caller)` whose caller holds the full path.
+- torch (FX importer): call-site FileLineCol chains, no NameLoc unless the capture adds one.
+- irprof: `irprof-stamp-origin` wraps a location in `NameLoc("irprof.origin=<level>#<index>")`.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+from iree.compiler import ir
+
+from irprof.mlir.locations import CallSiteLoc, FileLineColLoc, FusedLoc, Loc, NameLoc, from_ir
+from irprof.opprofile import OpKey
+
+ORIGIN_PREFIX = "irprof.origin="
+
+
+def origin_name(level: str, index: int) -> str:
+    """The NameLoc text `irprof-stamp-origin` writes for op number `index` of `level`."""
+    return f"{ORIGIN_PREFIX}{level}#{index}"
+
+
+def parse_origin(origin: str) -> tuple[str, int] | None:
+    """`(level, index)` of an origin id `<level>#<index>`, or None when it is not one."""
+    level, sep, index = origin.rpartition("#")
+    if not sep or not level or not index.isdigit():
+        return None
+    return level, int(index)
+
+
+def is_type_marker(name: str) -> bool:
+    """TF's `"Type:"` fused-location entry names the op type, not the node."""
+    return name.endswith(":") and "/" not in name
+
+
+def split_function_suffix(name: str) -> tuple[str, str | None]:
+    """TF `node@function` -> (`node`, `function`); other names -> (name, None)."""
+    node, sep, function = name.rpartition("@")
+    if sep and node and function and "/" not in function:
+        return node, function
+    return name, None
+
+
+def _is_path_name(name: str) -> bool:
+    """A scoped name (`jit(f)/dot_general`, `seq/dense/MatMul`) as opposed to a bare primitive."""
+    return "/" in name
+
+
+def _named(loc: Loc) -> Iterator[tuple[str, bool]]:
+    """`(name, is_frame)` for every NameLoc in `loc`, outermost first.
+
+    A NameLoc directly around a FileLineCol is a *frame* name: JAX and Python tracebacks label
+    each frame with its function (`make_jax.<locals>.mlp`), while op names wrap whole chains.
+    TF's `convert_function` is the exception (its node name labels a frame), which is why frame
+    names are kept as a fallback rather than dropped. Origin stamps and TF `"Type:"` markers are
+    skipped.
+    """
+    match loc:
+        case NameLoc(name, child):
+            if not name.startswith(ORIGIN_PREFIX) and not is_type_marker(name):
+                yield name, isinstance(child, FileLineColLoc)
+            yield from _named(child)
+        case CallSiteLoc(callee, caller):
+            callee_names = list(_named(callee))
+            caller_names = list(_named(caller))
+            # An op inlined from a private function keeps only its primitive (`max`); the
+            # caller carries the full scoped name, which is what the profiler knows it by.
+            callee_ops = [n for n, frame in callee_names if not frame]
+            caller_ops = [n for n, frame in caller_names if not frame]
+            if caller_ops and not any(_is_path_name(n) for n in callee_ops):
+                yield from caller_names
+                yield from callee_names
+            else:
+                yield from callee_names
+                yield from caller_names
+        case FusedLoc(members, _):
+            for member in members:
+                yield from _named(member)
+        case _:
+            return
+
+
+def runtime_names(loc: Loc) -> tuple[str, ...]:
+    """The op's runtime name candidates, most specific first (frame names only as fallback)."""
+    named = list(_named(loc))
+    op_names = [name for name, frame in named if not frame]
+    chosen = op_names or [name for name, _ in named]
+    return tuple(dict.fromkeys(chosen))
+
+
+def primary_name(loc: Loc) -> str | None:
+    """The first runtime name candidate (the `OpKey.name` of an op), or None."""
+    names = runtime_names(loc)
+    return names[0] if names else None
+
+
+def call_chain(loc: Loc) -> tuple[FileLineColLoc, ...]:
+    """Source frames of the first call-site chain, callee-most (innermost) first."""
+    match loc:
+        case FileLineColLoc():
+            return (loc,)
+        case NameLoc(_, child):
+            return call_chain(child)
+        case CallSiteLoc(callee, caller):
+            return call_chain(callee) + call_chain(caller)
+        case FusedLoc(members, _):
+            for member in members:
+                chain = call_chain(member)
+                if chain:
+                    return chain
+            return ()
+        case _:
+            return ()
+
+
+def innermost_source(loc: Loc) -> str | None:
+    """`file:line:col` of the callee-most source frame.
+
+    For JAX this is the user's own line; torch's FX importer puts the library frame
+    (`torch/nn/modules/linear.py`) callee-most; TF's `convert_function` chains run outermost
+    frame first, so TF correlation keys on names instead.
+    """
+    chain = call_chain(loc)
+    return chain[0].position if chain else None
+
+
+def fused_members(loc: Loc) -> tuple[Loc, ...]:
+    """Members of the first FusedLoc met from the outside (through names), else `(loc,)`."""
+    match loc:
+        case FusedLoc(members, _):
+            return members
+        case NameLoc(_, child):
+            inner = fused_members(child)
+            return inner if isinstance(child, FusedLoc | NameLoc) else (loc,)
+        case _:
+            return (loc,)
+
+
+def origins(loc: Loc) -> tuple[str, ...]:
+    """Every stamped origin id (`<level>#<index>`) in `loc`, outermost first."""
+    found: list[str] = []
+
+    def visit(node: Loc) -> None:
+        match node:
+            case NameLoc(name, child):
+                if name.startswith(ORIGIN_PREFIX):
+                    found.append(name[len(ORIGIN_PREFIX) :])
+                visit(child)
+            case CallSiteLoc(callee, caller):
+                visit(callee)
+                visit(caller)
+            case FusedLoc(members, _):
+                for member in members:
+                    visit(member)
+            case _:
+                return
+
+    visit(loc)
+    return tuple(dict.fromkeys(found))
+
+
+def origins_at_level(loc: Loc, level: str) -> tuple[str, ...]:
+    """Origins of `loc` stamped at `level` (after lowering, several mean a fused op)."""
+    return tuple(o for o in origins(loc) if (p := parse_origin(o)) is not None and p[0] == level)
+
+
+@dataclass(frozen=True)
+class LocationKeys:
+    """Everything correlators key on, derived once from one location."""
+
+    names: tuple[str, ...]
+    source: str | None
+    chain: tuple[str, ...]
+    origins: tuple[str, ...]
+
+    @property
+    def name(self) -> str | None:
+        """The primary runtime name."""
+        return self.names[0] if self.names else None
+
+    @property
+    def origin(self) -> str | None:
+        """The op's own origin stamp (outermost)."""
+        return self.origins[0] if self.origins else None
+
+
+def location_keys(loc: Loc) -> LocationKeys:
+    """All keys of one location."""
+    chain = call_chain(loc)
+    return LocationKeys(
+        names=runtime_names(loc),
+        source=chain[0].position if chain else None,
+        chain=tuple(frame.position for frame in chain),
+        origins=origins(loc),
+    )
+
+
+@dataclass(frozen=True)
+class OpInfo:
+    """One op of a module with its typed location, derived keys and `OpKey`."""
+
+    op: ir.Operation
+    op_name: str
+    loc: Loc
+    keys: LocationKeys
+    key: OpKey
+
+
+def root_operation(module: ir.Module | ir.Operation) -> ir.Operation:
+    """The top-level operation of a module (passes receive the op, callers often the module)."""
+    return module.operation if isinstance(module, ir.Module) else module
+
+
+def walk_ops(module: ir.Module | ir.Operation) -> list[ir.Operation]:
+    """Every op below the module op in pre-order (textual order); never iterates blocks."""
+    ops: list[ir.Operation] = []
+    root = root_operation(module)
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        ops.append(op)
+        return ir.WalkResult.ADVANCE
+
+    root.walk(visit, ir.WalkOrder.PRE_ORDER)
+    # The walk visits the root first in pre-order; it is the container, not an op of the model.
+    return ops[1:]
+
+
+def derive_op_infos(module: ir.Module | ir.Operation) -> list[OpInfo]:
+    """Keys of every op in walk (pre-)order; the ordinal counts equal (name, source) pairs."""
+    cache: dict[ir.Location, tuple[Loc, LocationKeys]] = {}
+    seen: dict[tuple[str | None, str | None], int] = {}
+    infos: list[OpInfo] = []
+    for op in walk_ops(module):
+        location = op.location
+        cached = cache.get(location)
+        if cached is None:
+            loc = from_ir(location)
+            cached = (loc, location_keys(loc))
+            cache[location] = cached
+        loc, keys = cached
+        pair = (keys.name, keys.source)
+        ordinal = seen.get(pair, 0)
+        seen[pair] = ordinal + 1
+        key = OpKey(name=keys.name, source=keys.source, origin=keys.origin, ordinal=ordinal)
+        infos.append(OpInfo(op, op.name, loc, keys, key))
+    return infos
+
+
+def derive_op_keys(module: ir.Module | ir.Operation) -> list[tuple[ir.Operation, OpKey]]:
+    """`(op, OpKey)` for every op below the module op, in walk (pre-)order."""
+    return [(info.op, info.key) for info in derive_op_infos(module)]
+
+
+class OpIndex:
+    """Finds the ops an `OpProfile` entry's key designates (every non-None field must equal)."""
+
+    def __init__(self, keyed_ops: Sequence[tuple[ir.Operation, OpKey]]) -> None:
+        self._ops = list(keyed_ops)
+        self._by_name: dict[str, list[int]] = defaultdict(list)
+        self._by_source: dict[str, list[int]] = defaultdict(list)
+        self._by_origin: dict[str, list[int]] = defaultdict(list)
+        for position, (_, key) in enumerate(self._ops):
+            if key.name is not None:
+                self._by_name[key.name].append(position)
+            if key.source is not None:
+                self._by_source[key.source].append(position)
+            if key.origin is not None:
+                self._by_origin[key.origin].append(position)
+
+    @staticmethod
+    def of_module(module: ir.Module | ir.Operation) -> OpIndex:
+        """Index every op of `module`."""
+        return OpIndex(derive_op_keys(module))
+
+    def __len__(self) -> int:
+        return len(self._ops)
+
+    def match_positions(self, wanted: OpKey) -> list[int]:
+        """Walk-order positions of the ops matching `wanted`."""
+        candidates: list[int] | range | None = None
+        for value, table in (
+            (wanted.origin, self._by_origin),
+            (wanted.name, self._by_name),
+            (wanted.source, self._by_source),
+        ):
+            if value is not None:
+                found = table.get(value, [])
+                if candidates is None or len(found) < len(candidates):
+                    candidates = found
+        if candidates is None:
+            candidates = range(len(self._ops))
+        return [p for p in candidates if _key_matches(wanted, self._ops[p][1])]
+
+    def match(self, wanted: OpKey) -> list[ir.Operation]:
+        """The ops matching `wanted`, in walk order."""
+        return [self._ops[p][0] for p in self.match_positions(wanted)]
+
+    def key_at(self, position: int) -> OpKey:
+        """The derived key of the op at walk-order `position`."""
+        return self._ops[position][1]
+
+    def op_at(self, position: int) -> ir.Operation:
+        """The op at walk-order `position`."""
+        return self._ops[position][0]
+
+
+def _key_matches(wanted: OpKey, actual: OpKey) -> bool:
+    return (
+        (wanted.name is None or wanted.name == actual.name)
+        and (wanted.source is None or wanted.source == actual.source)
+        and (wanted.origin is None or wanted.origin == actual.origin)
+        and (wanted.ordinal is None or wanted.ordinal == actual.ordinal)
+    )

@@ -1,0 +1,22 @@
+"""`irprof-strip`: remove every profile attribute and the module summary."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from iree.compiler import ir
+
+from irprof.mlir.annotation import strip_profiles
+
+
+@dataclass(frozen=True)
+class StripPass:
+    """Removes `irprof.profile`, `profiler_data` and `irprof.summary` (the round-trip inverse)."""
+
+    name: ClassVar[str] = "irprof-strip"
+    summary: ClassVar[str] = "remove irprof.profile / profiler_data / irprof.summary attributes"
+
+    def run(self, root: ir.Operation) -> None:
+        """Strip in place."""
+        strip_profiles(root)
