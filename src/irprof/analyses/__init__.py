@@ -1,0 +1,1 @@
+"""Analyses over profiled IR and traces; each returns plain data, never text or markup."""

@@ -1,0 +1,112 @@
+"""Where the time goes: ops ranked by attributed time, and rollups by op kind or name scope."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Literal
+
+from irprof.analyses.profiled_ops import ProfiledOp
+from irprof.errors import UsageError
+
+GroupBy = Literal["op", "type", "scope"]
+GROUP_BYS: tuple[GroupBy, ...] = ("op", "type", "scope")
+
+
+@dataclass(frozen=True)
+class HotspotRow:
+    """One line of a hotspot table: an op, or a group of ops sharing a kind or a scope."""
+
+    key: str  # runtime name (by op), op kind (by type) or scope (by scope)
+    op_name: str  # op kind, or the kinds of a group joined by ", "
+    total_ns: int
+    share: float  # of all profiled op time
+    count: int  # events attributed (summed over the group)
+    mean_ns: int  # per event
+    ops: int  # number of IR ops in the row
+    kernels: tuple[str, ...]
+    fused_with: tuple[str, ...]
+    location: str  # `file:line:col` of the (hottest) op, else its compact location
+    op_index: int  # walk index of the (hottest) op: links a row back to the IR
+
+
+@dataclass(frozen=True)
+class HotspotTable:
+    """Rows sorted by time (hottest first) and what they cover."""
+
+    by: GroupBy
+    rows: tuple[HotspotRow, ...]
+    total_ns: int  # over all rows, not only the ones kept by `limit`
+    profiled_ns: int
+
+
+def _where(op: ProfiledOp) -> str:
+    return op.source or op.location
+
+
+def _merge(key: str, ops: list[ProfiledOp], *, single: bool) -> HotspotRow:
+    hottest = max(ops, key=lambda op: op.total_ns)
+    total = sum(op.total_ns for op in ops)
+    count = sum(op.profile.count for op in ops if op.profile)
+    kernels = tuple(dict.fromkeys(k for op in ops if op.profile for k in op.profile.kernels))
+    fused = tuple(dict.fromkeys(f for op in ops if op.profile for f in op.profile.fused_with))
+    kinds = tuple(dict.fromkeys(op.op_name for op in ops))
+    return HotspotRow(
+        key=key,
+        op_name=hottest.op_name if single else ", ".join(kinds),
+        total_ns=total,
+        share=sum(op.share for op in ops),
+        count=count,
+        mean_ns=total // count if count else 0,
+        ops=len(ops),
+        kernels=kernels,
+        fused_with=fused,
+        location=_where(hottest),
+        op_index=hottest.index,
+    )
+
+
+def _op_key(op: ProfiledOp) -> str:
+    # Runtime names repeat (JAX reuses `jit(f)/add`), so the walk index keeps rows apart.
+    return f"{op.display_name}#{op.index}"
+
+
+_KEYS: dict[GroupBy, Callable[[ProfiledOp], str]] = {
+    "op": _op_key,
+    "type": lambda op: op.op_name,
+    "scope": lambda op: op.scope or "(no scope)",
+}
+
+
+def hotspots(
+    ops: Iterable[ProfiledOp],
+    *,
+    by: GroupBy = "op",
+    limit: int | None = None,
+    profiled_ns: int | None = None,
+) -> HotspotTable:
+    """Annotated ops (or their rollup by kind or scope) ranked by attributed time."""
+    if by not in _KEYS:
+        raise UsageError(f"cannot group hotspots by {by!r}; choose one of {', '.join(GROUP_BYS)}")
+    key_of = _KEYS[by]
+    groups: dict[str, list[ProfiledOp]] = {}
+    for op in ops:
+        if op.profile is not None:
+            groups.setdefault(key_of(op), []).append(op)
+    rows = [_merge(key, members, single=by == "op") for key, members in groups.items()]
+    if by == "op":
+        rows = [_strip_index(row) for row in rows]
+    rows.sort(key=lambda row: (-row.total_ns, row.key))
+    total = sum(row.total_ns for row in rows)
+    kept = rows if limit is None else rows[: max(limit, 0)]
+    return HotspotTable(
+        by=by,
+        rows=tuple(kept),
+        total_ns=total,
+        profiled_ns=profiled_ns if profiled_ns is not None else total,
+    )
+
+
+def _strip_index(row: HotspotRow) -> HotspotRow:
+    name, _, _ = row.key.rpartition("#")
+    return HotspotRow(**{**row.__dict__, "key": name})

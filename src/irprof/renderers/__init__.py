@@ -1,0 +1,1 @@
+"""Renderers: plain analysis data in, text or bytes out; each declares its file extension."""

@@ -1,0 +1,55 @@
+"""Op graph -> SVG through Graphviz `dot` (Debian package `graphviz`)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from dataclasses import dataclass
+
+from irprof.analyses.op_graph import OpGraph
+from irprof.errors import IrprofError
+from irprof.renderers.op_graph_dot import render_dot
+
+LAYOUT_TIMEOUT_S = 120
+
+
+def layout_svg(dot_text: str, *, engine: str = "dot") -> str:
+    """Run Graphviz on DOT text and return the SVG; errors name the fix."""
+    binary = shutil.which(engine)
+    if binary is None:
+        raise IrprofError(
+            f"Graphviz `{engine}` is not on PATH; install it (Debian: apt-get install graphviz) "
+            "or write .dot / .graphml instead"
+        )
+    try:
+        done = subprocess.run(
+            [binary, "-Tsvg"],
+            input=dot_text.encode("utf-8"),
+            capture_output=True,
+            timeout=LAYOUT_TIMEOUT_S,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise IrprofError(
+            f"Graphviz `{engine}` took over {LAYOUT_TIMEOUT_S} s; collapse more scopes "
+            "(lower max nodes) or write .dot"
+        ) from exc
+    if done.returncode != 0:
+        message = done.stderr.decode("utf-8", "replace").strip()
+        raise IrprofError(f"Graphviz `{engine}` failed: {message}")
+    return done.stdout.decode("utf-8")
+
+
+@dataclass(frozen=True)
+class SvgRenderer:
+    """`graph.svg`."""
+
+    name: str = "svg"
+    extension: str = ".svg"
+
+    def render(self, data: OpGraph) -> bytes:
+        """Laid-out SVG."""
+        return layout_svg(render_dot(data)).encode("utf-8")
+
+
+RENDERER = SvgRenderer()
