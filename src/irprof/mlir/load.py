@@ -9,6 +9,7 @@ from iree.compiler import ir
 
 from irprof.errors import MlirError
 from irprof.fileio import write_text_atomic
+from irprof.mlir.locations import downcast
 
 # MLIR bytecode files start with "ML\xefR".
 BYTECODE_MAGIC = b"ML\xefR"
@@ -27,6 +28,7 @@ def _diagnostics_text(exc: ir.MLIRError, source_name: str) -> str:
 
 def _diag_where(location: ir.Location, source_name: str) -> str:
     """`file:line:col` of a diagnostic; the parser names string inputs `-`, we name the file."""
+    location = downcast(location)
     if isinstance(location, ir.FileLineColLoc):
         name = source_name if location.filename in ("-", "") else location.filename
         return f"{name}:{location.start_line}:{location.start_col}"

@@ -69,8 +69,24 @@ Loc = UnknownLoc | FileLineColLoc | NameLoc | CallSiteLoc | FusedLoc | OpaqueLoc
 UNKNOWN = UnknownLoc()
 
 
+_TYPED = (ir.NameLoc, ir.FileLineColLoc, ir.CallSiteLoc, ir.FusedLoc, ir.UnknownLoc)
+
+
+def downcast(location: ir.Location) -> ir.Location:
+    """The typed subclass of a plain `ir.Location` (diagnostics hand back plain ones)."""
+    if type(location) is not ir.Location:
+        return location
+    for cls in _TYPED:
+        try:
+            return cls(location)
+        except (ValueError, TypeError):
+            continue
+    return location
+
+
 def from_ir(location: ir.Location) -> Loc:
     """Convert a bindings location into the typed model."""
+    location = downcast(location)
     if isinstance(location, ir.NameLoc):
         return NameLoc(location.name_str, from_ir(location.child_loc))
     if isinstance(location, ir.FileLineColLoc):

@@ -100,10 +100,15 @@ def describe_options(cls: type[Any]) -> str:
     parts = []
     for f in dataclasses.fields(cls):
         hint = hints[f.name]
+        optional = typing.get_origin(hint) in (types.UnionType, typing.Union)
+        if optional:
+            hint = next(a for a in typing.get_args(hint) if a is not type(None))
         if typing.get_origin(hint) is Literal:
             kind = "|".join(str(c) for c in typing.get_args(hint))
         else:
-            kind = getattr(hint, "__name__", str(hint)).replace("Path", "PATH")
+            kind = {Path: "PATH", int: "INT", bool: "BOOL", float: "NUMBER"}.get(hint, "NAME")
+        if f.default is dataclasses.MISSING:
+            kind += " (required)"
         parts.append(f"{f.name.replace('_', '-')}={kind}")
     return "{" + " ".join(parts) + "}" if parts else ""
 

@@ -1,0 +1,89 @@
+"""`irprof annotate RUN`: correlate one IR level of a run bundle and write annotated IR."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console, Group
+from rich.table import Table
+
+from irprof.annotate import AnnotateOutcome, annotate_bundle
+from irprof.bundle import RunBundle
+from irprof.coverage import Coverage
+from irprof.errors import UsageError
+from irprof.mlir.annotation import LAYOUTS
+
+
+def _ms(ns: int) -> str:
+    return f"{ns / 1e6:,.3f} ms"
+
+
+def coverage_report(coverage: Coverage) -> Group:
+    """Rich renderables of a coverage record: figures, largest unmatched events and ops."""
+    figures = Table(title=f"coverage of level '{coverage.level}'", show_header=False)
+    figures.add_column("measure")
+    figures.add_column("value", justify="right")
+    figures.add_row("profiled op time", _ms(coverage.profiled_ns))
+    figures.add_row("attributed to ops", _ms(coverage.attributed_ns))
+    figures.add_row("time coverage", f"{coverage.time_coverage:.1%}")
+    figures.add_row("ops (total)", str(coverage.ops_total))
+    figures.add_row("ops (non-trivial)", str(coverage.ops_nontrivial))
+    figures.add_row("ops annotated", str(coverage.ops_annotated))
+    figures.add_row(
+        "non-trivial coverage",
+        f"{coverage.nontrivial_coverage:.1%} "
+        f"({coverage.ops_nontrivial_annotated}/{coverage.ops_nontrivial})",
+    )
+    parts: list[Table] = [figures]
+    if coverage.unmatched_events:
+        events = Table(title="largest unmatched events")
+        for column in ("event", "time", "count", "reason"):
+            events.add_column(column, justify="right" if column in ("time", "count") else "left")
+        for event in coverage.unmatched_events[:10]:
+            events.add_row(event.name, _ms(event.total_ns), str(event.count), event.reason)
+        parts.append(events)
+    if coverage.unmatched_ops:
+        ops = Table(title="unmatched non-trivial ops")
+        for column in ("op", "location", "reason"):
+            ops.add_column(column)
+        for op in coverage.unmatched_ops[:10]:
+            ops.add_row(op.op_name, op.location, op.reason)
+        parts.append(ops)
+    return Group(*parts, *(f"[yellow]warning:[/] {w}" for w in coverage.warnings))
+
+
+def annotate(
+    run: Annotated[Path, typer.Argument(metavar="RUN", help="Run bundle from irprof capture.")],
+    level: Annotated[
+        str | None, typer.Option("--level", help="IR level (default: the framework's).")
+    ] = None,
+    attr: Annotated[
+        str, typer.Option("--attr", help="Attribute layout: irprof|thesis.")
+    ] = "irprof",
+    allow_low_coverage: Annotated[
+        bool,
+        typer.Option("--allow-low-coverage", help="Annotate even when almost nothing matched."),
+    ] = False,
+) -> None:
+    """Join the run's trace to one IR level and write annotated IR, opprofile and coverage."""
+    if attr not in LAYOUTS:
+        raise UsageError(f"--attr {attr!r}: expected one of {'|'.join(LAYOUTS)}")
+    outcome: AnnotateOutcome = annotate_bundle(
+        RunBundle(run),
+        level=level,
+        attr=attr,
+        allow_low_coverage=allow_low_coverage,
+    )
+    console = Console(highlight=False)
+    console.print(coverage_report(outcome.coverage))
+    console.print(
+        f"annotated {outcome.ops_annotated} ops -> {outcome.annotated_path}\n"
+        f"opprofile -> {outcome.opprofile_path}"
+    )
+
+
+def register(app: typer.Typer) -> None:
+    """Add the `annotate` command."""
+    app.command("annotate", no_args_is_help=True)(annotate)

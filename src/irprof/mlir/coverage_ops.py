@@ -1,0 +1,78 @@
+"""Build a `Coverage` record from a module's ops and what a correlator matched.
+
+Correlators call `coverage_for` once per level: it counts `ops_total`, `ops_nontrivial` (via
+`irprof.coverage.is_trivial_op`) and annotated ops, and explains every unmatched non-trivial op.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+from iree.compiler import ir
+
+from irprof.coverage import Coverage, UnmatchedEvent, UnmatchedOp, is_trivial_op
+from irprof.mlir.locations import from_ir, render
+from irprof.opprofile import OpKey
+
+MAX_UNMATCHED = 25
+MAX_LOCATION_CHARS = 160
+
+
+def default_unmatched_reason(key: OpKey) -> str:
+    """Why an op without profile most likely got none, judged from its key alone."""
+    if key.name is None and key.source is None:
+        return "location has no name and no source position (unknown location)"
+    if key.name is not None:
+        return f"no profiled event named after '{key.name}'"
+    return f"no profiled event attributed to source {key.source}"
+
+
+def coverage_for(
+    keyed_ops: Sequence[tuple[ir.Operation, OpKey]],
+    annotated: Iterable[int],
+    *,
+    level: str,
+    profiled_ns: int,
+    attributed_ns: int,
+    unmatched_events: Iterable[UnmatchedEvent] = (),
+    reasons: Mapping[int, str] | None = None,
+    warnings: Iterable[str] = (),
+    max_listed: int = MAX_UNMATCHED,
+) -> Coverage:
+    """Coverage of one level.
+
+    keyed_ops:  `derive_op_keys(module)` (walk order);
+    annotated:  positions in `keyed_ops` of the ops that received a profile;
+    reasons:    optional position -> why that op is unmatched (else a reason from its key);
+    unmatched_events: profiled events no op received (the largest `max_listed` are kept).
+    """
+    annotated_set = set(annotated)
+    reasons = reasons or {}
+    nontrivial = 0
+    nontrivial_annotated = 0
+    unmatched_ops: list[UnmatchedOp] = []
+    for position, (op, key) in enumerate(keyed_ops):
+        if is_trivial_op(op.name):
+            continue
+        nontrivial += 1
+        if position in annotated_set:
+            nontrivial_annotated += 1
+        elif len(unmatched_ops) < max_listed:
+            location = render(from_ir(op.location))
+            if len(location) > MAX_LOCATION_CHARS:
+                location = location[: MAX_LOCATION_CHARS - 3] + "..."
+            reason = reasons.get(position) or default_unmatched_reason(key)
+            unmatched_ops.append(UnmatchedOp(op.name, location, reason))
+    events = sorted(unmatched_events, key=lambda e: e.total_ns, reverse=True)[:max_listed]
+    return Coverage(
+        level=level,
+        profiled_ns=int(profiled_ns),
+        attributed_ns=int(attributed_ns),
+        ops_total=len(keyed_ops),
+        ops_nontrivial=nontrivial,
+        ops_annotated=len(annotated_set),
+        ops_nontrivial_annotated=nontrivial_annotated,
+        unmatched_events=tuple(events),
+        unmatched_ops=tuple(unmatched_ops),
+        warnings=tuple(warnings),
+    )
