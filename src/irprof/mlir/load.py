@@ -35,11 +35,11 @@ def _diag_where(location: ir.Location, source_name: str) -> str:
     return f"{source_name}:{location}"
 
 
-def parse_module(
-    source: str | bytes, context: ir.Context, *, source_name: str = "<text>"
-) -> ir.Module:
-    """Parse MLIR text or bytecode; raises MlirError with MLIR's diagnostics on failure."""
-    if isinstance(source, bytes) and not source.startswith(BYTECODE_MAGIC):
+def _check_source(source: str | bytes, source_name: str) -> None:
+    """Reject inputs that are clearly not MLIR before the parser sees them."""
+    if isinstance(source, bytes):
+        if source.startswith(BYTECODE_MAGIC):
+            return
         try:
             source = source.decode("utf-8")
         except UnicodeDecodeError as exc:
@@ -47,33 +47,49 @@ def parse_module(
                 f"{source_name}: neither MLIR text (not UTF-8 at byte {exc.start}) nor MLIR "
                 "bytecode (no 'ML\\xefR' header)"
             ) from exc
-    if isinstance(source, str) and not source.strip():
-        raise MlirError(f"{source_name}: empty file, expected an MLIR module")
+    if not source.strip():
+        raise MlirError(f"{source_name}: empty input, expected an MLIR module")
+
+
+def parse_module(
+    source: str | bytes, context: ir.Context, *, source_name: str = "<text>"
+) -> ir.Module:
+    """Parse MLIR text or bytecode; raises MlirError with MLIR's diagnostics on failure."""
+    _check_source(source, source_name)
     try:
-        module = ir.Module.parse(source, context)
+        return ir.Module.parse(source, context)
     except ir.MLIRError as exc:
         raise MlirError(
             f"{source_name}: not valid MLIR\n{_diagnostics_text(exc, source_name)}"
         ) from exc
-    return module
+
+
+def _names_a_file(text: str) -> bool:
+    """A one-line string that is an existing file or ends like an MLIR file name."""
+    if "\n" in text:
+        return False
+    return Path(text).is_file() or text.endswith((".mlir", ".mlirbc"))
 
 
 def load_module(path_or_text: str | Path, context: ir.Context) -> ir.Module:
     """Load a module from a path (`.mlir` text or `.mlirbc` bytecode) or from MLIR text.
 
-    A `Path`, or a `str` without a newline that names an existing file, is read from disk;
-    any other string is parsed as MLIR text.
+    A `Path`, or a `str` without a newline that names an existing file, is read from disk (ops
+    without a location then get `file:line:col` of this path, as with mlir-opt); any other
+    string is parsed as MLIR text.
     """
-    if isinstance(path_or_text, Path) or (
-        "\n" not in path_or_text and Path(path_or_text).is_file()
-    ):
-        path = Path(path_or_text)
-        try:
-            data = path.read_bytes()
-        except OSError as exc:
-            raise MlirError(f"{path}: cannot read ({exc.strerror})") from exc
-        return parse_module(data, context, source_name=str(path))
-    return parse_module(path_or_text, context)
+    if isinstance(path_or_text, str) and not _names_a_file(path_or_text):
+        return parse_module(path_or_text, context)
+    path = Path(path_or_text)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise MlirError(f"{path}: cannot read ({exc.strerror})") from exc
+    _check_source(data, str(path))
+    try:
+        return ir.Module.parseFile(str(path), context)
+    except ir.MLIRError as exc:
+        raise MlirError(f"{path}: not valid MLIR\n{_diagnostics_text(exc, str(path))}") from exc
 
 
 def print_module(module: ir.Module, *, debug_info: bool = True, generic: bool = False) -> str:
