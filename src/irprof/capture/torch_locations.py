@@ -1,0 +1,138 @@
+"""FX node -> MLIR location: a NameLoc naming the node around its user-code call-site chain.
+
+The FX importer alone gives each op a call-site chain parsed from the node's `stack_trace`, with
+absolute paths and no name; two `nn.Linear` called on one source line then carry the very same
+location. The capture therefore names every op after its FX node, as
+`"<module path>|<node>|<aten target>"`:
+
+- module path: the `nn_module_stack` path of the module that ran the node (`blocks.1.query`,
+  empty for the root module);
+- node: the node of the program *before* decomposition, i.e. the call the profiler records as one
+  `aten::*` event (all ops a decomposed `linear` turns into share `linear`);
+- target: what this op itself is (`aten.addmm.default` after decomposition).
+
+Frames are kept only for files under the script's folder (paths relative to it), so locations
+name the user's lines and no machine path ends up in a bundle; when a node has no such frame the
+library frames are kept, relative to their `sys.path` entry.
+
+This module does not import torch: it works on the strings torch.export stores in node metadata.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import PurePath, PurePosixPath
+
+from iree.compiler import ir
+
+NAME_SEPARATOR = "|"
+# torch.export's `stack_trace` is a Python traceback text, outermost frame first.
+_FRAME_RE = re.compile(r'File "([^"]+)", line ([0-9]+), in ([^\n]+)')
+
+
+@dataclass(frozen=True)
+class SourceFrame:
+    """One Python frame of a node's stack trace: file (relative), line, function."""
+
+    file: str
+    line: int
+    function: str
+
+
+@dataclass(frozen=True)
+class FxNodeName:
+    """The three parts of an op's NameLoc; `str()` gives `module|node|target`."""
+
+    module_path: str
+    node: str
+    target: str
+
+    def __str__(self) -> str:
+        return NAME_SEPARATOR.join((self.module_path, self.node, self.target))
+
+    @staticmethod
+    def parse(text: str) -> FxNodeName | None:
+        """Inverse of `str()`; None for names not made by the torch capture."""
+        parts = text.split(NAME_SEPARATOR)
+        if len(parts) != 3 or not parts[1]:
+            return None
+        return FxNodeName(parts[0], parts[1], parts[2])
+
+
+def parse_stack_trace(stack_trace: str | None) -> list[tuple[str, int, str]]:
+    """(absolute file, line, function) of each frame of a traceback text, outermost first."""
+    if not stack_trace:
+        return []
+    return [
+        (file, int(line), function.strip())
+        for file, line, function in _FRAME_RE.findall(stack_trace)
+    ]
+
+
+def format_stack_trace(frames: Sequence[SourceFrame]) -> str:
+    """Frames back in Python's traceback text, the form torch.export and the importer use."""
+    return "".join(f'  File "{f.file}", line {f.line}, in {f.function}\n' for f in frames)
+
+
+def relative_to_any(path: str, roots: Sequence[str]) -> str | None:
+    """`path` relative to the longest of `roots` containing it (POSIX separators), else None."""
+    pure = PurePath(path)
+    best: str | None = None
+    best_len = -1
+    for root in roots:
+        if not root:
+            continue
+        root_path = PurePath(root)
+        if pure.is_relative_to(root_path) and len(root_path.parts) > best_len:
+            best = PurePosixPath(*pure.relative_to(root_path).parts).as_posix()
+            best_len = len(root_path.parts)
+    return best
+
+
+def user_frames(
+    raw_frames: Sequence[tuple[str, int, str]], script_dir: str, library_roots: Sequence[str]
+) -> tuple[SourceFrame, ...]:
+    """Frames in the script's folder (relative to it); library frames only when there are none."""
+    own = [
+        SourceFrame(rel, line, function)
+        for file, line, function in raw_frames
+        if (rel := relative_to_any(file, [script_dir])) is not None
+    ]
+    if own:
+        return tuple(own)
+    return tuple(
+        SourceFrame(relative_to_any(file, library_roots) or PurePath(file).name, line, function)
+        for file, line, function in raw_frames
+    )
+
+
+def frames_location(frames: Sequence[SourceFrame], context: ir.Context) -> ir.Location:
+    """The call-site chain of `frames` (outermost first) as the FX importer builds it."""
+    if not frames:
+        return ir.Location.unknown(context)
+    # Column 0: Python tracebacks give lines only, like the importer's own locations.
+    locations = [ir.Location.file(f.file, f.line, 0, context) for f in frames]
+    if len(locations) == 1:
+        return locations[0]
+    return ir.Location.callsite(locations[-1], locations[-2::-1], context)
+
+
+def node_location(
+    name: FxNodeName, frames: Sequence[SourceFrame], context: ir.Context
+) -> ir.Location:
+    """`NameLoc("module|node|target", callsite(...))` for one FX node."""
+    return ir.Location.name(str(name), frames_location(frames, context), context)
+
+
+def module_class_name(qualified: str) -> str:
+    """`torch.nn.modules.linear.Linear` -> `Linear` (what the profiler's `nn.Module:` uses)."""
+    return qualified.rsplit(".", 1)[-1]
+
+
+def aten_event_name(target: str) -> str:
+    """`aten.linear.default` -> `aten::linear`: the name the profiler gives the call."""
+    namespace, _, rest = target.partition(".")
+    op = rest.split(".", 1)[0] if rest else namespace
+    return f"{namespace}::{op}" if rest else target

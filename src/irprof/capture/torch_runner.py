@@ -1,0 +1,275 @@
+"""Child process of `irprof capture torch`: the only module that imports torch.
+
+Run as `python -m irprof.capture.torch_runner SCRIPT STAGING [options]`. It loads the user's
+script, calls its entry (an `nn.Module` and example inputs), exports the module with
+`torch.export`, imports it with IREE's FX importer into torch-dialect MLIR (each op named after
+its FX node, see `torch_locations`), lowers it in-process to linalg-on-tensors, profiles N eager
+steps with `torch.profiler` and writes everything under STAGING; the parent renames STAGING into
+place only when this process succeeds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import platform
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+import torch
+from iree.compiler import ir
+from iree.compiler.extras.fx_importer import ContextCache, FxImporter, GraphNodeImporter
+
+from irprof.bundle import Manifest, RunBundle
+from irprof.capture.torch_locations import (
+    FxNodeName,
+    SourceFrame,
+    format_stack_trace,
+    module_class_name,
+    node_location,
+    parse_stack_trace,
+    user_frames,
+)
+from irprof.capture.torch_lowering import lower_torch_to_linalg, stamp_torch_level
+from irprof.fileio import write_bytes_atomic, write_text_atomic
+
+ERROR_PREFIX = "irprof-capture-error: "  # the parent shows such lines as the error message
+NODE_TAG = "irprof_node"  # key in `node.meta["custom"]`, which decompositions propagate
+FX_NODES_FILE = "ir/torch.fx.json"
+TRACE_FILE = "trace/torch.pt.trace.json.gz"
+
+
+class ScriptError(Exception):
+    """The user's script or entry is not usable; the message names the script and the fix."""
+
+
+def load_entry(script: Path, entry: str) -> Callable[[], Any]:
+    """Import `script` as a module (its folder first on sys.path) and return `entry`."""
+    sys.path.insert(0, str(script.parent))
+    spec = importlib.util.spec_from_file_location(f"irprof_model_{script.stem}", script)
+    if spec is None or spec.loader is None:
+        raise ScriptError(f"{script}: cannot be imported as a Python module")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    function = getattr(module, entry, None)
+    if not callable(function):
+        raise ScriptError(f"{script}: defines no callable {entry!r} (use --entry NAME)")
+    return function  # type: ignore[no-any-return]
+
+
+def model_and_inputs(script: Path, entry: str) -> tuple[torch.nn.Module, tuple[Any, ...]]:
+    """Call the entry and check it returned (nn.Module, tuple of inputs)."""
+    result = load_entry(script, entry)()
+    if not (isinstance(result, tuple) and len(result) == 2):
+        raise ScriptError(f"{script}: {entry}() must return (nn.Module, example inputs tuple)")
+    model, inputs = result
+    if not isinstance(model, torch.nn.Module):
+        raise ScriptError(f"{script}: {entry}() returned {type(model).__name__}, not an nn.Module")
+    inputs = tuple(inputs) if isinstance(inputs, list | tuple) else (inputs,)
+    return model.eval(), inputs
+
+
+def library_roots() -> list[str]:
+    """sys.path entries that are folders: library frames are shown relative to them."""
+    return [p for p in sys.path if p and os.path.isdir(p)]
+
+
+def describe_nodes(program: torch.export.ExportedProgram, script_dir: str) -> list[dict[str, Any]]:
+    """The exported (pre-decomposition) call nodes: what eager mode runs as one aten call each.
+
+    Tags every node with its own name in `meta["custom"]`, which `run_decompositions` copies to
+    the nodes a call is decomposed into, so each imported op can name the call it came from.
+    """
+    roots = library_roots()
+    described = []
+    for index, node in enumerate(n for n in program.graph.nodes if n.op == "call_function"):
+        node.meta["custom"] = {**node.meta.get("custom", {}), NODE_TAG: node.name}
+        frames = user_frames(parse_stack_trace(node.meta.get("stack_trace")), script_dir, roots)
+        stack = node.meta.get("nn_module_stack") or {}
+        described.append(
+            {
+                "index": index,
+                "name": node.name,
+                "target": str(node.target),
+                "modules": [[path, module_class_name(str(cls))] for path, cls in stack.values()],
+                "frames": [[f.file, f.line, f.function] for f in frames],
+            }
+        )
+    return described
+
+
+class _NamedLocations:
+    """The importer's ContextCache with `get_node_location` answering our NameLoc.
+
+    The importer asks its cache for each node's location (and keeps the previous node's location
+    when the answer is None, which misattributes nodes without a stack trace); answering for
+    every node fixes both that and the missing names.
+    """
+
+    def __init__(self, inner: ContextCache, locate: Callable[[Any], ir.Location]) -> None:
+        self._inner = inner
+        self._locate = locate
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def get_node_location(self, node: Any) -> ir.Location:
+        """Our NameLoc for call nodes; the importer's own answer for the rest."""
+        if node.op == "call_function":
+            return self._locate(node)
+        return self._inner.get_node_location(node)
+
+
+def relativize_stack_traces(program: torch.export.ExportedProgram, script_dir: str) -> None:
+    """Rewrite every node's stack trace to its user frames with relative paths.
+
+    The importer reads `stack_trace` itself for the function's and arguments' locations; after
+    this it finds the same relative frames our NameLocs use, and no machine path.
+    """
+    roots = library_roots()
+    for node in program.graph.nodes:
+        raw = parse_stack_trace(node.meta.get("stack_trace"))
+        if raw:
+            node.meta["stack_trace"] = format_stack_trace(user_frames(raw, script_dir, roots))
+
+
+def import_program(program: torch.export.ExportedProgram, context: ir.Context) -> ir.Module:
+    """Import `program` with FxImporter; every call node's ops get a NameLoc of the node."""
+
+    def locate(node: Any) -> ir.Location:
+        stack = node.meta.get("nn_module_stack") or {}
+        module_path = list(stack.values())[-1][0] if stack else ""
+        origin = (node.meta.get("custom") or {}).get(NODE_TAG, node.name)
+        frames: tuple[SourceFrame, ...] = tuple(
+            SourceFrame(file, line, function)
+            for file, line, function in parse_stack_trace(node.meta.get("stack_trace"))
+        )
+        return node_location(FxNodeName(module_path, origin, str(node.target)), frames, context)
+
+    def node_importer(fx_importer: Any, ctx: Any, cache: Any, block: Any) -> GraphNodeImporter:
+        return GraphNodeImporter(fx_importer, ctx, _NamedLocations(cache, locate), block)
+
+    importer = FxImporter(context=context, graph_node_importer_cls=node_importer)
+    importer.import_frozen_program(program)
+    return importer.module
+
+
+def profile_steps(
+    model: torch.nn.Module, inputs: tuple[Any, ...], steps: int, warmup: int, trace_path: Path
+) -> None:
+    """Run `warmup` unprofiled steps, then `steps` profiled ones; export the Chrome trace."""
+    activities = [torch.profiler.ProfilerActivity.CPU]
+    with torch.no_grad():
+        for _ in range(warmup):
+            model(*inputs)
+        # A schedule makes the profiler mark each step with a `ProfilerStep#N` annotation.
+        schedule = torch.profiler.schedule(wait=0, warmup=0, active=steps, repeat=1)
+        with torch.profiler.profile(
+            activities=activities,
+            schedule=schedule,
+            record_shapes=True,
+            with_stack=True,
+            experimental_config=torch._C._profiler._ExperimentalConfig(verbose=True),
+        ) as prof:
+            for _ in range(steps):
+                model(*inputs)
+                prof.step()
+    trace_path.parent.mkdir(parents=True, exist_ok=True)
+    prof.export_chrome_trace(str(trace_path))  # `.gz` suffix: torch writes it gzipped
+
+
+def print_module(module: ir.Module) -> str:
+    """Module text with locations (`loc(...)`), which every later step keys on."""
+    text: str = module.operation.get_asm(enable_debug_info=True)
+    return text
+
+
+def versions() -> dict[str, str]:
+    """Versions recorded in the manifest."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    found = {"python": platform.python_version(), "torch": torch.__version__}
+    for package in ("iree-base-compiler", "irprof"):
+        try:
+            found[package] = version(package)
+        except PackageNotFoundError:
+            continue
+    return found
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    """Options mirror `irprof capture torch`."""
+    parser = argparse.ArgumentParser(prog="irprof.capture.torch_runner")
+    parser.add_argument("script", type=Path)
+    parser.add_argument("staging", type=Path)
+    parser.add_argument("--entry", default="irprof_model")
+    parser.add_argument("--steps", type=int, default=5)
+    parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--levels", default="torch,linalg")
+    parser.add_argument("--decompose", choices=("default", "none"), default="default")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--model-label", default="")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Capture into the staging folder; the exit code tells the parent whether it worked."""
+    args = parse_args(argv)
+    script = args.script.resolve()
+    script_dir = str(script.parent)
+    levels = tuple(level for level in args.levels.split(",") if level)
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(0)
+    model, inputs = model_and_inputs(script, args.entry)
+    bundle = RunBundle(args.staging)
+
+    exported = torch.export.export(model, inputs)
+    nodes = describe_nodes(exported, script_dir)
+    # An empty table still functionalizes but keeps composite ops such as aten.linear.
+    table: dict[Any, Any] | None = None if args.decompose == "default" else {}
+    lowered_program = exported.run_decompositions(table)
+    context = ir.Context()
+    relativize_stack_traces(lowered_program, script_dir)
+    torch_module = import_program(lowered_program, context)
+    stamp_torch_level(torch_module)
+    write_text_atomic(bundle.ir_path("torch"), print_module(torch_module))
+    write_bytes_atomic(
+        args.staging / FX_NODES_FILE,
+        orjson.dumps({"version": 1, "nodes": nodes}, option=orjson.OPT_INDENT_2),
+    )
+    if "linalg" in levels:
+        lower_torch_to_linalg(torch_module)
+        write_text_atomic(bundle.ir_path("linalg"), print_module(torch_module))
+
+    profile_steps(model, inputs, args.steps, args.warmup, args.staging / TRACE_FILE)
+    bundle.write_manifest(
+        Manifest(
+            framework="torch",
+            model=args.model_label or script.name,
+            entry=args.entry,
+            steps=args.steps,
+            device="cpu",
+            versions=versions(),
+            ir_levels=("torch", "linalg") if "linalg" in levels else ("torch",),
+            trace_files=(TRACE_FILE,),
+            options={
+                "warmup": args.warmup,
+                "decompose": args.decompose,
+                "threads": args.threads,
+                "fx_nodes": FX_NODES_FILE,
+            },
+        )
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except ScriptError as error:
+        print(f"{ERROR_PREFIX}{error}", file=sys.stderr)
+        sys.exit(2)
