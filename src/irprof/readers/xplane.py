@@ -1,0 +1,306 @@
+"""XPlane reader: the `XSpace` protobuf TensorFlow, JAX/XLA and xprof write as `*.xplane.pb`.
+
+Time: XLine.timestamp_ns is documented as epoch ns, but the profiler session normalises it to be
+relative to the "Task Environment" plane's `profile_start_time` before serializing (measured: TF
+2.21 and JAX 0.10.2 write line timestamps of a few microseconds). A line timestamp smaller than
+half the start time is therefore taken as relative and the start time is added. Event start and
+end are rounded from picoseconds to nanoseconds separately, so a nested event never ends after its
+parent because of rounding.
+
+Tracks: one per (plane, line). `pid` is the plane's position in the XSpace, not `XPlane.id`,
+because profilers write id 0 for several planes of one file; `tid` is `XLine.id`.
+
+Kinds, first matching rule wins (see `classify_event`):
+  1. a `step_num` stat (TF `tf.profiler.experimental.Trace(step_num=)`, JAX StepTraceAnnotation),
+     or a device plane's "Steps" line                          -> STEP
+  2. an `hlo_op` stat (an XLA:CPU thunk, an XLA op on a device)  -> KERNEL
+  3. metadata name "<node>:<type>" with display name "<type>" (a TF executor op)  -> FRAMEWORK_OP
+  4. a name starting with "$" (the Python tracer's frames)       -> PYTHON
+  5. an event on a "/device:" plane                              -> KERNEL
+  6. zero duration                                               -> INSTANT
+  7. anything else (TraceMe scopes: executor, eager runtime, "end: <thunk>") -> RUNTIME
+
+Arguments: every stat of the event and of its metadata (metadata first, event stats override),
+ref values resolved through the plane's stat metadata, bytes base64-encoded, plus `display_name`
+when it differs from the name and, for TF ops, `tf_op_name`/`tf_op_type`.
+
+Flows: TraceMe producer/consumer contexts (`_p`/`_pt` on the producer, `_c`/`_ct` on the
+consumer, e.g. ThreadpoolListener Record -> StartRegion across threads) become flow links.
+
+The `/host:metadata` plane carries one event metadata per XLA program with the serialized HloProto
+in its "Hlo Proto" stat; they are kept undecoded as `Trace.hlo_programs`.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import msgspec
+from google.protobuf import json_format
+from google.protobuf.message import DecodeError
+
+from irprof.errors import TraceFormatError
+from irprof.readers.xplane_proto.profile_options_pb2 import ProfileOptions
+from irprof.readers.xplane_proto.xplane_pb2 import XEventMetadata, XPlane, XSpace, XStat
+from irprof.trace.builder import TraceBuilder
+from irprof.trace.model import EventKind, HloProgram, Trace
+
+TASK_ENVIRONMENT_PLANE = "Task Environment"
+HOST_METADATA_PLANE = "/host:metadata"
+DEVICE_PLANE_PREFIX = "/device:"
+HLO_PROTO_STAT = "Hlo Proto"  # xprof's kHloProto
+PROGRAM_ID_STAT = "program_id"
+PROFILE_OPTIONS_STAT = "profile_options"
+PRODUCER_STATS = ("_pt", "_p")
+CONSUMER_STATS = ("_ct", "_c")
+
+# Field tags of an XSpace: planes (1), errors (2), warnings (3), hostnames (4), all
+# length-delimited (wire type 2); a serialized XSpace starts with one of them.
+_XSPACE_FIRST_BYTES = frozenset({0x0A, 0x12, 0x1A, 0x22})
+_PROGRAM_SUFFIX = re.compile(r"\(\d+\)$")
+
+_encode = msgspec.json.Encoder().encode
+
+StatValue = float | int | str
+
+
+def stat_value(stat: XStat, stat_names: dict[int, str]) -> StatValue:
+    """The Python value of one stat; ref values become the referenced stat metadata's name."""
+    kind = stat.WhichOneof("value")
+    if kind == "ref_value":
+        return stat_names.get(stat.ref_value, "")
+    if kind == "bytes_value":
+        return base64.b64encode(stat.bytes_value).decode("ascii")
+    if kind is None:
+        return ""
+    value: StatValue = getattr(stat, kind)
+    return value
+
+
+def stats_dict(stats: Iterable[XStat], stat_names: dict[int, str]) -> dict[str, StatValue]:
+    """Stats as a name -> value dict."""
+    return {
+        stat_names.get(stat.metadata_id, str(stat.metadata_id)): stat_value(stat, stat_names)
+        for stat in stats
+    }
+
+
+def classify_event(
+    plane_name: str, line_name: str, name: str, display_name: str, stats: dict[str, Any], dur: int
+) -> EventKind:
+    """EventKind by the rules in the module docstring."""
+    if "step_num" in stats or (line_name == "Steps" and plane_name.startswith(DEVICE_PLANE_PREFIX)):
+        return EventKind.STEP
+    if "hlo_op" in stats:
+        return EventKind.KERNEL
+    if display_name and name.endswith(":" + display_name) and len(name) > len(display_name) + 1:
+        return EventKind.FRAMEWORK_OP
+    if name.startswith("$"):
+        return EventKind.PYTHON
+    if plane_name.startswith(DEVICE_PLANE_PREFIX):
+        return EventKind.KERNEL
+    if dur == 0:
+        return EventKind.INSTANT
+    return EventKind.RUNTIME
+
+
+@dataclass(frozen=True)
+class _MetadataInfo:
+    """What every event of one XEventMetadata shares: name, base args, flags."""
+
+    name: str
+    display_name: str
+    args: dict[str, Any]
+    args_json: bytes
+
+
+def _metadata_info(metadata: XEventMetadata, stat_names: dict[int, str]) -> _MetadataInfo:
+    name = metadata.name
+    display = metadata.display_name
+    args: dict[str, Any] = stats_dict(metadata.stats, stat_names)
+    if display and display != name:
+        args["display_name"] = display
+        if name.endswith(":" + display):
+            args["tf_op_name"] = name[: -len(display) - 1]
+            args["tf_op_type"] = display
+    return _MetadataInfo(name, display, args, _encode(args) if args else b"")
+
+
+def _space_from_bytes(path: Path, data: bytes) -> XSpace:
+    try:
+        space = XSpace.FromString(data)
+    except DecodeError as exc:
+        raise TraceFormatError(path, f"corrupt XPlane protobuf: {exc}") from exc
+    if not space.planes:
+        raise TraceFormatError(path, "XSpace protobuf holds no planes")
+    return space
+
+
+def _task_environment(path: Path, plane: XPlane) -> dict[str, Any]:
+    stat_names = {key: meta.name for key, meta in plane.stat_metadata.items()}
+    found: dict[str, Any] = {}
+    for stat in plane.stats:
+        name = stat_names.get(stat.metadata_id, str(stat.metadata_id))
+        if name == PROFILE_OPTIONS_STAT and stat.WhichOneof("value") == "bytes_value":
+            try:
+                options = ProfileOptions.FromString(stat.bytes_value)
+            except DecodeError as exc:
+                raise TraceFormatError(path, f"corrupt profile_options: {exc}") from exc
+            found["profile_options"] = json_format.MessageToDict(
+                options, preserving_proto_field_name=True, always_print_fields_with_no_presence=True
+            )
+        else:
+            found[name] = stat_value(stat, stat_names)
+    return found
+
+
+def _hlo_programs(plane: XPlane) -> list[HloProgram]:
+    stat_names = {key: meta.name for key, meta in plane.stat_metadata.items()}
+    programs = []
+    for metadata in plane.event_metadata.values():
+        proto = b""
+        program_id = -1
+        for stat in metadata.stats:
+            stat_name = stat_names.get(stat.metadata_id)
+            if stat_name == HLO_PROTO_STAT:
+                proto = stat.bytes_value
+            elif stat_name == PROGRAM_ID_STAT:
+                program_id = int(stat_value(stat, stat_names))
+        if proto:
+            name = _PROGRAM_SUFFIX.sub("", metadata.name)
+            programs.append(HloProgram(program_id, name, proto))
+    return sorted(programs, key=lambda program: program.program_id)
+
+
+class _FlowCollector:
+    """Pairs TraceMe producer (`_p`) and consumer (`_c`) contexts of the same type and id."""
+
+    def __init__(self) -> None:
+        self.producers: dict[tuple[Any, Any], int] = {}
+        self.consumers: list[tuple[tuple[Any, Any], int]] = []
+
+    def note(self, row: int, args: dict[str, Any]) -> None:
+        if "_p" in args:
+            self.producers.setdefault((args.get("_pt"), args["_p"]), row)
+        if "_c" in args:
+            self.consumers.append(((args.get("_ct"), args["_c"]), row))
+
+    def emit(self, builder: TraceBuilder) -> None:
+        for key, consumer in self.consumers:
+            producer = self.producers.get(key)
+            if producer is not None and producer != consumer:
+                builder.flow(producer, consumer, int(key[1]) & 0x7FFFFFFFFFFFFFFF)
+
+
+def _read_plane(
+    builder: TraceBuilder,
+    flows: _FlowCollector,
+    plane_index: int,
+    plane: XPlane,
+    start_time_ns: int,
+) -> None:
+    if not plane.lines:
+        return
+    stat_names = {key: meta.name for key, meta in plane.stat_metadata.items()}
+    infos = {key: _metadata_info(meta, stat_names) for key, meta in plane.event_metadata.items()}
+    missing = _metadata_info(XEventMetadata(name="<unknown metadata>"), stat_names)
+    plane_name = plane.name
+    # Kind and flow roles depend only on (metadata, whether the event adds stats) for stat-less
+    # events, so those are cached; most events of a big trace carry no stats of their own.
+    plain_kind: dict[tuple[int, str, bool], EventKind] = {}
+    for line in plane.lines:
+        line_name = line.name
+        track = builder.track(plane_index, line.id, plane_name, line.display_name or line_name)
+        base_ns = line.timestamp_ns
+        if start_time_ns and base_ns < start_time_ns // 2:
+            base_ns += start_time_ns
+        base_ps = base_ns * 1000
+        for event in line.events:
+            info = infos.get(event.metadata_id, missing)
+            begin_ps = base_ps + event.offset_ps
+            ts = (begin_ps + 500) // 1000
+            dur = (begin_ps + event.duration_ps + 500) // 1000 - ts
+            if event.stats:
+                args = dict(info.args)
+                args.update(stats_dict(event.stats, stat_names))
+                if event.num_occurrences:
+                    args["num_occurrences"] = event.num_occurrences
+                kind = classify_event(
+                    plane_name, line_name, info.name, info.display_name, args, dur
+                )
+                row = builder.add(ts, dur, track, info.name, kind, args_json=_encode(args))
+                flows.note(row, args)
+                continue
+            cache_key = (event.metadata_id, line_name, dur == 0)
+            kind = plain_kind.get(cache_key, EventKind.OTHER)
+            if cache_key not in plain_kind:
+                kind = classify_event(
+                    plane_name, line_name, info.name, info.display_name, info.args, dur
+                )
+                plain_kind[cache_key] = kind
+            row = builder.add(ts, dur, track, info.name, kind, args_json=info.args_json)
+            if info.args:
+                flows.note(row, info.args)
+
+
+def read_xplane(path: Path, data: bytes) -> Trace:
+    """Parse serialized XSpace bytes from `path` into a Trace (epoch ns when a base is known)."""
+    space = _space_from_bytes(path, data)
+    builder = TraceBuilder()
+    environment: dict[str, Any] = {}
+    for plane in space.planes:
+        if plane.name == TASK_ENVIRONMENT_PLANE:
+            environment.update(_task_environment(path, plane))
+    start_time_ns = int(environment.get("profile_start_time", 0) or 0)
+    flows = _FlowCollector()
+    plane_stats: dict[str, dict[str, StatValue]] = {}
+    for plane_index, plane in enumerate(space.planes):
+        if plane.name == TASK_ENVIRONMENT_PLANE:
+            continue
+        stat_names = {key: meta.name for key, meta in plane.stat_metadata.items()}
+        if plane.stats:
+            plane_stats[plane.name] = stats_dict(plane.stats, stat_names)
+        if plane.name == HOST_METADATA_PLANE:
+            builder.hlo_programs.extend(_hlo_programs(plane))
+        _read_plane(builder, flows, plane_index, plane, start_time_ns)
+    flows.emit(builder)
+    builder.metadata.update(
+        {
+            "source": str(path),
+            "format": "xplane",
+            "profile_start_time_ns": start_time_ns or None,
+            "profile_stop_time_ns": int(environment.get("profile_stop_time", 0) or 0) or None,
+            "profile_options": environment.get("profile_options", {}),
+            "task_environment": {
+                key: value for key, value in environment.items() if key != "profile_options"
+            },
+            "hostnames": list(space.hostnames),
+            "plane_stats": plane_stats,
+        }
+    )
+    builder.warnings.extend(f"xspace error: {text}" for text in space.errors)
+    builder.warnings.extend(f"xspace warning: {text}" for text in space.warnings)
+    return builder.build()
+
+
+@dataclass(frozen=True)
+class XPlaneReader:
+    """`*.xplane.pb` (XSpace protobuf) from TensorFlow, JAX/XLA, xprof."""
+
+    name: str = "xplane"
+
+    def sniff(self, head: bytes) -> bool:
+        """A protobuf whose first field is one of XSpace's (JSON starts with `{`/`[` instead)."""
+        return bool(head) and head[0] in _XSPACE_FIRST_BYTES
+
+    def read(self, path: Path, data: bytes) -> Trace:
+        """Parse the whole XSpace."""
+        return read_xplane(path, data)
+
+
+READER = XPlaneReader()
