@@ -1,0 +1,183 @@
+"""`irprof capture tf`: run a TensorFlow script under the profiler and write a run bundle.
+
+This is the parent-process side: it never imports TensorFlow. It validates the request, runs
+`python -m irprof.capture.tf_runner` in a child (the same interpreter), makes the IR's source
+paths portable, copies the profiler's files untouched under `RUN/trace/`, writes the manifest and
+only then moves the finished bundle into place, so a failed capture leaves no partial bundle.
+
+Script convention: the script defines `irprof_model(mode="infer")` (name set by `entry`)
+returning `(callable, example_inputs)`; the callable is a `tf.function` or a Keras model,
+`example_inputs` a tuple of positional arguments; `mode` is "infer" or "train".
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from irprof.bundle import Manifest, RunBundle
+from irprof.capture.tf_paths import make_paths_portable, portable_path_mapper
+from irprof.errors import CaptureError, UsageError
+from irprof.fileio import write_text_atomic
+from irprof.mlir.context import make_context
+from irprof.mlir.load import load_module, print_module
+
+# Lowering order of the IR levels a TF bundle can hold.
+TF_LEVELS = ("tf", "tf-standard", "post-grappler")
+RUNTIME_GRAPH_FILE = "tf_runtime_graph.json"
+ONEDNN_ENV = {"on": "1", "off": "0"}
+STDERR_TAIL_LINES = 40
+
+
+@dataclass(frozen=True)
+class TfCaptureOptions:
+    """What to run and how to profile it; field names mirror the CLI options."""
+
+    entry: str = "irprof_model"
+    mode: str = "infer"  # "infer" | "train"
+    steps: int = 5
+    warmup: int = 2
+    host_level: int = 3  # 1-3; level 3 also records cheap kernels (_Arg, Reshape) and shapes
+    python_level: int = 0  # 0 | 1
+    post_grappler: bool = False
+    onednn: str = "default"  # "on" | "off" | "default": sets TF_ENABLE_ONEDNN_OPTS in the child
+    eager: bool = False  # run op by op (trace has no node names; correlation by type and order)
+    timeout_s: float = 600.0
+
+    def validate(self) -> None:
+        """Raise UsageError on an option outside its range."""
+        checks = (
+            (self.mode in ("infer", "train"), f"mode must be infer or train, not {self.mode!r}"),
+            (self.steps >= 1, f"steps must be at least 1, not {self.steps}"),
+            (self.warmup >= 0, f"warmup must be 0 or more, not {self.warmup}"),
+            (1 <= self.host_level <= 3, f"host level must be 1-3, not {self.host_level}"),
+            (self.python_level in (0, 1), f"python level must be 0 or 1, not {self.python_level}"),
+            (
+                self.onednn in ("on", "off", "default"),
+                f"onednn must be on, off or default, not {self.onednn!r}",
+            ),
+            (self.timeout_s > 0, "timeout must be positive"),
+        )
+        for ok, message in checks:
+            if not ok:
+                raise UsageError(message)
+
+
+def capture_tf(
+    script: str | Path,
+    out: str | Path,
+    options: TfCaptureOptions | None = None,
+    *,
+    force: bool = False,
+) -> RunBundle:
+    """Profile `script`'s model and write the run bundle `out`; returns it."""
+    opts = options or TfCaptureOptions()
+    opts.validate()
+    script_path = Path(script).resolve()
+    if not script_path.is_file():
+        raise UsageError(f"{script}: no such script")
+    out_path = Path(out).resolve()
+    if out_path.exists() and not force and (not out_path.is_dir() or any(out_path.iterdir())):
+        raise UsageError(f"{out}: already exists; choose another -o or pass --force")
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out_path.name}.", dir=out_path.parent))
+    try:
+        work = staging / "work"
+        work.mkdir()
+        result = _run_child(script_path, work, opts)
+        bundle = RunBundle(staging / "bundle")
+        _write_bundle(bundle, script_path, out_path, work, result, opts)
+        if out_path.exists():
+            shutil.rmtree(out_path)
+        os.replace(bundle.root, out_path)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return RunBundle(out_path)
+
+
+def _run_child(script: Path, work: Path, opts: TfCaptureOptions) -> dict[str, Any]:
+    """Run the TF runner in a child process; returns its result record."""
+    spec = {"script": str(script), "workdir": str(work), **asdict(opts)}
+    spec_path = work / "spec.json"
+    spec_path.write_text(json.dumps(spec))
+    env = dict(os.environ)
+    if opts.onednn in ONEDNN_ENV:
+        env["TF_ENABLE_ONEDNN_OPTS"] = ONEDNN_ENV[opts.onednn]
+    command = [sys.executable, "-m", "irprof.capture.tf_runner", str(spec_path)]
+    try:
+        done = subprocess.run(
+            command,
+            cwd=script.parent,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=opts.timeout_s,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise CaptureError(f"{script}: capture timed out after {opts.timeout_s:.0f} s") from exc
+    if done.returncode != 0:
+        tail = "\n".join(done.stderr.strip().splitlines()[-STDERR_TAIL_LINES:])
+        raise CaptureError(
+            f"{script}: the TensorFlow run failed (exit {done.returncode}); "
+            f"its stderr ends:\n{tail}"
+        )
+    result_path = work / "result.json"
+    if not result_path.is_file():
+        raise CaptureError(f"{script}: the TensorFlow run wrote no result")
+    result: dict[str, Any] = json.loads(result_path.read_text())
+    return result
+
+
+def _write_bundle(
+    bundle: RunBundle,
+    script: Path,
+    out_path: Path,
+    work: Path,
+    result: dict[str, Any],
+    opts: TfCaptureOptions,
+) -> None:
+    """Portable IR, untouched trace files and the manifest, in `bundle.root`."""
+    mapped = portable_path_mapper(str(script.parent), result["sys_path"])
+    context = make_context()
+    levels = tuple(level for level in TF_LEVELS if level in result["ir_files"])
+    for level in levels:
+        module = load_module(work / result["ir_files"][level], context)
+        make_paths_portable(module, mapped)
+        write_text_atomic(bundle.ir_path(level), print_module(module, debug_info=True))
+    shutil.copytree(work / result["logdir"], bundle.trace_dir)
+    shutil.copyfile(work / "runtime_graph.json", bundle.root / RUNTIME_GRAPH_FILE)
+    trace_files = tuple(
+        sorted(str(p.relative_to(bundle.root)) for p in bundle.trace_dir.rglob("*") if p.is_file())
+    )
+    try:
+        model = os.path.relpath(script, out_path.parent)
+    except ValueError:  # another drive: keep the name only, never an absolute path
+        model = script.name
+    bundle.write_manifest(
+        Manifest(
+            framework="tf",
+            model=model,
+            entry=opts.entry,
+            steps=opts.steps,
+            device=result["device"],
+            versions=result["versions"],
+            ir_levels=levels,
+            trace_files=trace_files,
+            options={
+                **{k: v for k, v in asdict(opts).items() if k != "timeout_s"},
+                "function": result["function"],
+                "onednn_active": result["onednn"],
+                "recorded_tracer_options": result["recorded_options"],
+                "step_marker": result["step_marker_name"],
+                "runtime_graph": RUNTIME_GRAPH_FILE,
+            },
+        )
+    )

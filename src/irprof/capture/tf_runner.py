@@ -1,0 +1,310 @@
+"""Child process of `irprof capture tf`: the only module that imports TensorFlow and xprof.
+
+Run as `python -m irprof.capture.tf_runner SPEC.json`. SPEC names the script, entry, mode, step
+counts, tracer levels and a work directory; the runner writes into that directory:
+
+- `ir/<level>.raw.mlir`: TF-dialect MLIR with TensorFlow's absolute source paths (the parent
+  process makes them relative and writes the bundle's `ir/<level>.mlir`);
+- `runtime_graph.json`: node name -> op type (and `fused_ops`) of the graph after grappler, the
+  evidence for which IR ops the runtime folded, pruned or fused;
+- `logdir/`: the profiler's own output, untouched;
+- `result.json`: versions, device, recorded tracer options, step count, sys.path roots.
+
+Why a profiler server: in TF 2.21 `tf.profiler.experimental.start(logdir, options=...)` ignores its
+options (logs `host_tracer_level expects an i value` and records host=2, python=0). The profiler
+server plus xprof's `_pywrap_profiler_plugin.trace` client honours them. The recorded options are
+read back from the XSpace and a mismatch is an error, so a silent downgrade cannot happen again.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import inspect
+import json
+import os
+import platform
+import socket
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import tensorflow as tf
+from tensorflow.core.protobuf import config_pb2, meta_graph_pb2
+from tensorflow.python.grappler import tf_optimizer
+from tensorflow.python.profiler import trace as tf_trace
+from tensorflow.tsl.profiler.protobuf import profiler_options_pb2, xplane_pb2
+from xprof.convert import _pywrap_profiler_plugin
+
+STEP_MARKER = "irprof_step"
+# `convert_function` returns tf_executor islands, a custom syntax only TensorFlow can parse; this
+# pass unwraps them into plain generic `tf.*` ops without renaming, reordering or folding.
+RAW_PIPELINE = "func.func(tf-executor-to-functional-conversion)"
+STANDARD_PIPELINE = "tf-standard-pipeline"
+CPU_DEVICE = "/job:localhost/replica:0/task:0/device:CPU:0"
+WINDOW_START_TIMEOUT_S = 30.0
+
+
+def load_entry(script: Path, entry: str) -> Callable[..., Any]:
+    """Import `script` as a module and return its `entry` function."""
+    sys.path.insert(0, str(script.parent))
+    spec = importlib.util.spec_from_file_location(script.stem, script)
+    if spec is None or spec.loader is None:
+        raise SystemExit(f"{script}: cannot be imported as a Python module")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[script.stem] = module
+    spec.loader.exec_module(module)
+    found = getattr(module, entry, None)
+    if not callable(found):
+        raise SystemExit(f"{script}: defines no function {entry!r} (see `--entry`)")
+    return found  # type: ignore[no-any-return]
+
+
+def resolve_model(entry_fn: Callable[..., Any], mode: str) -> tuple[Any, tuple[Any, ...]]:
+    """Call the entry and return (tf.function, positional inputs)."""
+    if "mode" in inspect.signature(entry_fn).parameters:
+        produced = entry_fn(mode=mode)
+    elif mode == "infer":
+        produced = entry_fn()
+    else:
+        raise SystemExit(f"entry {entry_fn.__name__}() takes no `mode` argument; cannot run {mode}")
+    if not (isinstance(produced, tuple) and len(produced) == 2):
+        raise SystemExit("the entry must return (callable, example_inputs)")
+    model, inputs = produced
+    inputs = tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,)
+    if isinstance(model, tf.keras.Model):
+        keras_model = model
+
+        # A Keras model is profiled through one tf.function so the IR and the run share names.
+        @tf.function  # type: ignore[untyped-decorator]
+        def call_model(*args: Any) -> Any:
+            return keras_model(*args, training=False)
+
+        return call_model, inputs
+    if not hasattr(model, "get_concrete_function"):
+        raise SystemExit("the entry must return a tf.function or a Keras model")
+    return model, inputs
+
+
+def optimized_graph(concrete: Any) -> Any:
+    """The function's graph after grappler, every node pinned to the CPU as the runtime does."""
+    graph_def = concrete.graph.as_graph_def()
+    for node in graph_def.node:
+        # oneDNN/remapper fusions only fire on nodes placed on the CPU.
+        node.device = CPU_DEVICE
+    meta = meta_graph_pb2.MetaGraphDef()
+    meta.graph_def.CopyFrom(graph_def)
+    fetches = [t.op.name for t in concrete.outputs] + [
+        op.name for op in concrete.graph.control_outputs
+    ]
+    meta.collection_def["train_op"].node_list.value.extend(fetches)
+    return tf_optimizer.OptimizeGraph(config_pb2.ConfigProto(), meta)
+
+
+def dump_ir(concrete: Any, workdir: Path, post_grappler: bool) -> dict[str, str]:
+    """Write the IR levels; returns level -> file name relative to `workdir`."""
+    ir_dir = workdir / "ir"
+    ir_dir.mkdir(parents=True, exist_ok=True)
+    raw = tf.mlir.experimental.convert_function(concrete, pass_pipeline="", show_debug_info=True)
+    texts = {
+        "tf": tf.mlir.experimental.run_pass_pipeline(raw, RAW_PIPELINE, show_debug_info=True),
+        "tf-standard": tf.mlir.experimental.convert_function(
+            concrete, pass_pipeline=STANDARD_PIPELINE, show_debug_info=True
+        ),
+    }
+    graph = optimized_graph(concrete)
+    if post_grappler:
+        texts["post-grappler"] = tf.mlir.experimental.convert_graph_def(
+            graph, pass_pipeline=RAW_PIPELINE, show_debug_info=True
+        )
+    nodes = {
+        node.name: {
+            "op": node.op,
+            "fused_ops": [x.decode() for x in node.attr["fused_ops"].list.s],
+            "inputs": list(node.input),
+        }
+        for node in graph.node
+    }
+    (workdir / "runtime_graph.json").write_text(json.dumps({"nodes": nodes}, indent=1))
+    written = {}
+    for level, text in texts.items():
+        path = ir_dir / f"{level}.raw.mlir"
+        path.write_text(text)
+        written[level] = str(path.relative_to(workdir))
+    return written
+
+
+def free_port() -> int:
+    """A TCP port nobody listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("localhost", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def run_step(fn: Any, inputs: tuple[Any, ...]) -> None:
+    """One step, waiting for its outputs so the step marker spans the work."""
+    outputs = fn(*inputs)
+    for tensor in tf.nest.flatten(outputs):
+        if hasattr(tensor, "numpy"):
+            tensor.numpy()
+
+
+def profile(fn: Any, inputs: tuple[Any, ...], spec: dict[str, Any], logdir: Path) -> float:
+    """Warm up, then run the profiled steps inside one profiler window; returns the step time."""
+    for _ in range(spec["warmup"]):
+        run_step(fn, inputs)
+    started = time.perf_counter()
+    run_step(fn, inputs)
+    step_s = time.perf_counter() - started
+    # The client call blocks for a fixed window: make it long enough for slow Python tracing.
+    duration_ms = int(2000 + 30 * spec["steps"] * step_s * 1000)
+    port = free_port()
+    tf.profiler.experimental.server.start(port)
+    levels = {
+        "host_tracer_level": spec["host_level"],
+        "python_tracer_level": spec["python_level"],
+        "device_tracer_level": 1,
+    }
+    failure: list[BaseException] = []
+
+    def client() -> None:
+        try:
+            _pywrap_profiler_plugin.trace(
+                f"localhost:{port}", str(logdir), "", True, duration_ms, 1, levels
+            )
+        except BaseException as exc:  # re-raised in the main thread
+            failure.append(exc)
+
+    thread = threading.Thread(target=client, name="irprof-trace-client")
+    thread.start()
+    deadline = time.monotonic() + WINDOW_START_TIMEOUT_S
+    while not tf_trace.enabled():
+        if failure or time.monotonic() > deadline:
+            thread.join()
+            raise SystemExit(f"the profiler session did not start: {failure or 'timeout'}")
+        time.sleep(0.002)
+    for step in range(spec["steps"]):
+        with tf_trace.Trace(STEP_MARKER, step_num=step, _r=1):
+            run_step(fn, inputs)
+    still_recording = tf_trace.enabled()
+    thread.join()
+    if failure:
+        raise SystemExit(f"the profiler client failed: {failure[0]}")
+    if not still_recording:
+        raise SystemExit(
+            f"the profiler window ({duration_ms} ms) closed before {spec['steps']} steps ended"
+        )
+    return step_s
+
+
+def find_xspace(logdir: Path) -> Path:
+    """The one `.xplane.pb` the client wrote (it may appear a moment after the call returns)."""
+    deadline = time.monotonic() + 10.0
+    while True:
+        found = sorted(logdir.rglob("*.xplane.pb"))
+        if found:
+            return found[0]
+        if time.monotonic() > deadline:
+            raise SystemExit(f"the profiler wrote no .xplane.pb under {logdir}")
+        time.sleep(0.1)
+
+
+def recorded_options(xspace_path: Path) -> tuple[dict[str, int], int]:
+    """Tracer levels the profiler says it used, and the number of step markers it recorded."""
+    space = xplane_pb2.XSpace()
+    space.ParseFromString(xspace_path.read_bytes())
+    options: dict[str, int] = {}
+    markers = 0
+    for plane in space.planes:
+        if plane.name == "Task Environment":
+            for stat in plane.stats:
+                if plane.stat_metadata[stat.metadata_id].name == "profile_options":
+                    parsed = profiler_options_pb2.ProfileOptions()
+                    parsed.ParseFromString(stat.bytes_value)
+                    options = {
+                        "host_tracer_level": parsed.host_tracer_level,
+                        "python_tracer_level": parsed.python_tracer_level,
+                        "device_tracer_level": parsed.device_tracer_level,
+                    }
+        marker_ids = {k for k, m in plane.event_metadata.items() if m.name == STEP_MARKER}
+        markers += sum(e.metadata_id in marker_ids for line in plane.lines for e in line.events)
+    return options, markers
+
+
+def onednn_enabled() -> bool:
+    """Whether this TensorFlow build runs oneDNN kernels in this process."""
+    from tensorflow.python.util import _pywrap_util_port
+
+    return bool(_pywrap_util_port.IsMklEnabled())
+
+
+def versions() -> dict[str, str]:
+    """Versions of everything that shaped the trace and the IR."""
+    found = {"python": platform.python_version(), "tensorflow": tf.__version__}
+    for dist in ("xprof", "keras"):
+        try:
+            found[dist] = importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return found
+
+
+def run(spec: dict[str, Any]) -> dict[str, Any]:
+    """Everything the child does; returns the result record."""
+    workdir = Path(spec["workdir"])
+    script = Path(spec["script"])
+    fn, inputs = resolve_model(load_entry(script, spec["entry"]), spec["mode"])
+    concrete = fn.get_concrete_function(*inputs)
+    ir_files = dump_ir(concrete, workdir, spec["post_grappler"])
+    if spec["eager"]:
+        # Eager op-by-op execution: the trace holds `EagerLocalExecute: <Type>`, no node names.
+        tf.config.run_functions_eagerly(True)
+    logdir = workdir / "logdir"
+    step_s = profile(fn, inputs, spec, logdir)
+    xspace = find_xspace(logdir)
+    options, markers = recorded_options(xspace)
+    requested = {
+        "host_tracer_level": spec["host_level"],
+        "python_tracer_level": spec["python_level"],
+        "device_tracer_level": 1,
+    }
+    if options != requested:
+        raise SystemExit(
+            f"the profiler ignored the requested tracer options: asked {requested}, "
+            f"recorded {options or 'nothing'} in {xspace.name}"
+        )
+    if markers != spec["steps"]:
+        raise SystemExit(f"{markers} step markers recorded, expected {spec['steps']}")
+    return {
+        "versions": versions(),
+        "device": f"CPU ({platform.machine()}, {os.cpu_count()} cores)",
+        "function": concrete.name.decode() if isinstance(concrete.name, bytes) else concrete.name,
+        "ir_files": ir_files,
+        "logdir": str(logdir.relative_to(workdir)),
+        "recorded_options": options,
+        "step_markers": markers,
+        "step_marker_name": STEP_MARKER,
+        "warmup_step_s": step_s,
+        "onednn": onednn_enabled(),
+        # irprof's own root too: an editable install is not always on sys.path.
+        "sys_path": [p for p in sys.path if p] + [str(Path(__file__).resolve().parents[2])],
+    }
+
+
+def main(argv: list[str]) -> int:
+    """Entry of `python -m irprof.capture.tf_runner SPEC.json`."""
+    if len(argv) != 1:
+        print("usage: python -m irprof.capture.tf_runner SPEC.json", file=sys.stderr)
+        return 2
+    spec = json.loads(Path(argv[0]).read_text())
+    result = run(spec)
+    Path(spec["workdir"], "result.json").write_text(json.dumps(result, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

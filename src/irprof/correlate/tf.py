@@ -1,0 +1,479 @@
+"""TensorFlow correlator: XPlane op events -> TF-dialect ops, joined on graph node names.
+
+An executor op event is named `"<node>:<type>"`; the node name is the op's runtime name, which
+the IR keeps in its location (`irprof.mlir.keys`). The join, in order of preference:
+
+1. exact node name (ops of non-entry functions are keyed `node@function`, and also found by
+   their bare node name inside the function a call op reached);
+2. runtime-inlined names: `<call node>/<inner node>`, where `<call node>` is a call op
+   (`StatefulPartitionedCall`, `PartitionedCall`) whose callee holds `<inner node>`, recursively;
+3. function plumbing: `_Arg` events belong to the entry function (the op owning the arguments),
+   `_Retval` events to its return op.
+
+Fused kernels: grappler's remapper and oneDNN name a fused kernel after the LAST node of the
+chain (`conv/Relu:_MklNativeFusedConv2D` is Conv2D+BiasAdd+Relu). `FUSION_RULES` recovers the
+chain per kernel family: walk producers (operand 0) from the named op back to the kernel's base
+op type, or for `*WithBias` backprop kernels add the `BiasAddGrad` that reads the same gradient.
+Every op of the chain receives the event in `kernels`, the other members' names in
+`fused_with`, and a share of the time by `CorrelationOptions.fused_time_rule`:
+"default"/"equal" splits the duration evenly (the remainder goes to the base op), "base" gives it
+all to the base compute op (the others get zero-time records). Shares sum to the event, so the
+totals never double count.
+
+Eager traces (op-by-op execution) carry only `EagerLocalExecute: <Type>`: events are matched to
+ops of that type in IR order within each profiled step, and the coverage carries a warning.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from iree.compiler import ir
+
+from irprof.bundle import RunBundle
+from irprof.correlate.base import CorrelationOptions, CorrelationResult
+from irprof.coverage import Coverage, UnmatchedEvent
+from irprof.errors import BundleError, CorrelationError
+from irprof.mlir.context import make_context
+from irprof.mlir.coverage_ops import coverage_for
+from irprof.mlir.keys import OpInfo, derive_op_infos, split_function_suffix
+from irprof.mlir.load import load_module
+from irprof.mlir.locations import render
+from irprof.opprofile import OpProfile, OpProfileEntry, ProfileData
+from irprof.readers import read_trace
+from irprof.trace.model import EventKind, Trace
+
+TF_LEVELS = ("tf", "tf-standard", "post-grappler")
+EAGER_PREFIX = "EagerLocalExecute: "
+CALL_OPS = frozenset({"tf.StatefulPartitionedCall", "tf.PartitionedCall", "tf.LegacyCall"})
+KERNEL_PREFIXES = ("_MklNative", "_Mkl", "_")  # longest first
+MAX_CHAIN = 6
+MAX_LOCATION_CHARS = 240
+
+
+def base_kernel_type(kernel_type: str) -> str:
+    """`_MklNativeFusedConv2D` -> `FusedConv2D`, `_MklMatMul` -> `MatMul`."""
+    for prefix in KERNEL_PREFIXES:
+        if kernel_type.startswith(prefix):
+            return kernel_type[len(prefix) :]
+    return kernel_type
+
+
+@dataclass
+class ModuleView:
+    """The IR level's ops with what the join needs: names, types, functions, producers."""
+
+    infos: list[OpInfo]
+    position_of: dict[ir.Operation, int]
+    function_of: list[str]
+    by_name: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
+    by_function_node: dict[tuple[str, str], list[int]] = field(
+        default_factory=lambda: defaultdict(list)
+    )
+    callee_of: dict[int, str] = field(default_factory=dict)
+    entry_function: int | None = None
+    entry_return: int | None = None
+
+    @staticmethod
+    def of(module: ir.Module) -> ModuleView:
+        """Index every op of `module`."""
+        infos = derive_op_infos(module)
+        position_of = {info.op: i for i, info in enumerate(infos)}
+        function_of = [""] * len(infos)
+        view = ModuleView(infos, position_of, function_of)
+        current = ""
+        for position, info in enumerate(infos):
+            attributes = info.op.attributes
+            if info.op_name == "func.func":
+                current = ir.StringAttr(attributes["sym_name"]).value
+                if "tf.entry_function" in attributes or view.entry_function is None:
+                    view.entry_function = position
+                continue
+            function_of[position] = current
+            if info.op_name in CALL_OPS and "f" in attributes:
+                view.callee_of[position] = ir.FlatSymbolRefAttr(attributes["f"]).value
+            if info.op_name == "func.return" and view.entry_function is not None:
+                entry_name = function_of[position]
+                if entry_name == view.entry_name():
+                    view.entry_return = position
+            for name in info.keys.names:
+                view.by_name[name].append(position)
+                node, function = split_function_suffix(name)
+                view.by_function_node[(function or current, node)].append(position)
+        return view
+
+    def entry_name(self) -> str:
+        """Symbol name of the entry function."""
+        if self.entry_function is None:
+            return ""
+        op = self.infos[self.entry_function].op
+        name: str = ir.StringAttr(op.attributes["sym_name"]).value
+        return name
+
+    def op_type(self, position: int) -> str:
+        """`Conv2D` for `tf.Conv2D`."""
+        return self.infos[position].op_name.removeprefix("tf.")
+
+    def producer(self, position: int, operand: int) -> int | None:
+        """Position of the op defining operand `operand` of the op at `position`."""
+        op = self.infos[position].op
+        if operand >= len(op.operands):
+            return None
+        owner = op.operands[operand].owner
+        if not isinstance(owner, ir.Operation):
+            owner = getattr(owner, "operation", None)
+            if not isinstance(owner, ir.Operation):
+                return None
+        return self.position_of.get(owner)
+
+    def resolve(self, node: str, function: str | None = None) -> list[int]:
+        """Positions of the ops a runtime node name designates (see module docstring)."""
+        if function is None:
+            found = self.by_name.get(node)
+            if found:
+                return found
+            scope = self.entry_name()
+        else:
+            found = self.by_function_node.get((function, node))
+            if found:
+                return found
+            scope = function
+        # `<call node>/<rest>`: the runtime inlined the callee under the call node's name.
+        parts = node.split("/")
+        for cut in range(1, len(parts)):
+            caller = "/".join(parts[:cut])
+            for call in self.by_function_node.get((scope, caller), []):
+                callee = self.callee_of.get(call)
+                if callee is not None:
+                    inner = self.resolve("/".join(parts[cut:]), callee)
+                    if inner:
+                        return inner
+        return []
+
+
+def _producer_chain(view: ModuleView, named: int, base: str) -> list[int]:
+    """From the named op, follow operand 0 back to an op of type `base`; base first."""
+    chain = [named]
+    current: int | None = named
+    while current is not None and len(chain) <= MAX_CHAIN:
+        if view.op_type(current) == base:
+            return chain[::-1]
+        current = view.producer(current, 0)
+        if current is not None:
+            chain.append(current)
+    return []
+
+
+def _bias_grad_siblings(view: ModuleView, named: int) -> list[int]:
+    """Conv2DBackpropFilter + the BiasAddGrad reading the same output gradient (operand 2)."""
+    gradient = view.producer(named, 2)
+    if gradient is None:
+        return [named]
+    siblings = [
+        position
+        for position, info in enumerate(view.infos)
+        if info.op_name == "tf.BiasAddGrad" and view.producer(position, 0) == gradient
+    ]
+    return [named, *siblings]
+
+
+FusionRule = Callable[[ModuleView, int], list[int]]
+# Kernel family (type without `_Mkl*`/`_` prefix) -> ops of the fused chain, base op first.
+FUSION_RULES: dict[str, FusionRule] = {
+    "FusedConv2D": lambda v, p: _producer_chain(v, p, "Conv2D"),
+    "FusedConv3D": lambda v, p: _producer_chain(v, p, "Conv3D"),
+    "FusedDepthwiseConv2dNative": lambda v, p: _producer_chain(v, p, "DepthwiseConv2dNative"),
+    "FusedMatMul": lambda v, p: _producer_chain(v, p, "MatMul"),
+    "FusedBatchMatMulV2": lambda v, p: _producer_chain(v, p, "BatchMatMulV2"),
+    "Conv2DBackpropFilterWithBias": _bias_grad_siblings,
+}
+
+
+def fused_chain(view: ModuleView, named: int, kernel_type: str) -> list[int]:
+    """The ops one kernel event covers; `[named]` unless the kernel fuses a chain."""
+    family = base_kernel_type(kernel_type)
+    rule = FUSION_RULES.get(family)
+    if rule is None or view.op_type(named) in (family, kernel_type.lstrip("_")):
+        return [named]
+    return rule(view, named) or [named]
+
+
+def share_time(duration: int, members: int, rule: str) -> list[int]:
+    """Split one fused event's duration over its chain (base op first); shares sum to it."""
+    if rule == "base":
+        return [duration] + [0] * (members - 1)
+    if rule not in ("default", "equal"):
+        raise CorrelationError(f"unknown fused_time_rule {rule!r}; known: default, equal, base")
+    share, rest = divmod(duration, members)
+    return [share + rest] + [share] * (members - 1)
+
+
+@dataclass
+class Attribution:
+    """Per-op accumulated durations, first start, kernels and fusion partners."""
+
+    durations: dict[int, list[int]] = field(default_factory=lambda: defaultdict(list))
+    first_ts: dict[int, int] = field(default_factory=dict)
+    kernels: dict[int, list[str]] = field(default_factory=lambda: defaultdict(list))
+    fused_with: dict[int, list[str]] = field(default_factory=lambda: defaultdict(list))
+    sources: dict[int, str] = field(default_factory=dict)
+    attributed_ns: int = 0
+
+    def add(
+        self, view: ModuleView, chain: Sequence[int], event: str, ts: int, shares: list[int]
+    ) -> None:
+        """Record one event over `chain` (base op first) with the given time shares."""
+        names = [view.infos[p].keys.name or view.infos[p].op_name for p in chain]
+        for position, share in zip(chain, shares, strict=True):
+            self.durations[position].append(share)
+            self.first_ts[position] = min(ts, self.first_ts.get(position, ts))
+            self.kernels[position].append(event)
+            self.fused_with[position].extend(
+                n for p, n in zip(chain, names, strict=True) if p != position
+            )
+            self.sources.setdefault(position, f"xplane:{names[-1]}")
+        self.attributed_ns += sum(shares)
+
+
+def _step_mask(trace: Trace, marker: str) -> np.ndarray:
+    """Rows inside a step marker window (all rows when the trace has no markers)."""
+    marker_id = trace.string_id(marker)
+    steps = trace.rows_of_kind(EventKind.STEP)
+    if marker_id is not None:
+        steps = steps[trace.name[steps] == marker_id]
+    if len(steps) == 0:
+        return np.ones(len(trace), dtype=bool)
+    mask = np.zeros(len(trace), dtype=bool)
+    for row in steps.tolist():
+        begin, end = int(trace.ts_ns[row]), int(trace.end_ns[row])
+        mask |= (trace.ts_ns >= begin) & (trace.end_ns <= end)
+    return mask
+
+
+def _trace_file(bundle: RunBundle) -> Path:
+    files = [p for p in bundle.trace_paths() if p.name.endswith(".xplane.pb")]
+    if not files:
+        raise BundleError(f"{bundle.manifest_path}: lists no .xplane.pb trace file")
+    return files[0]
+
+
+def _runtime_nodes(bundle: RunBundle) -> dict[str, str] | None:
+    """Node name -> op type of the graph after grappler, when the capture recorded it."""
+    name = bundle.manifest().options.get("runtime_graph")
+    if not name or not (bundle.root / name).is_file():
+        return None
+    nodes = json.loads((bundle.root / name).read_text())["nodes"]
+    return {node: spec["op"] for node, spec in nodes.items()}
+
+
+def _attribute_graph_events(
+    trace: Trace, rows: np.ndarray, view: ModuleView, rule: str
+) -> tuple[Attribution, dict[str, list[int]], dict[str, str]]:
+    """Join executor op events by node name; returns unmatched event name -> durations, reasons."""
+    attribution = Attribution()
+    unmatched: dict[str, list[int]] = defaultdict(list)
+    reasons: dict[str, str] = {}
+    resolved: dict[str, tuple[list[int], str]] = {}
+    for row, args in zip(rows.tolist(), trace.args_many(rows), strict=True):
+        event = trace.name_of(row)
+        duration, ts = int(trace.dur_ns[row]), int(trace.ts_ns[row])
+        if event not in resolved:
+            resolved[event] = _resolve_event(view, args["tf_op_name"], args["tf_op_type"])
+        chain, reason = resolved[event]
+        if not chain:
+            unmatched[event].append(duration)
+            reasons[event] = reason
+            continue
+        attribution.add(view, chain, event, ts, share_time(duration, len(chain), rule))
+    return attribution, unmatched, reasons
+
+
+def _resolve_event(view: ModuleView, node: str, kernel_type: str) -> tuple[list[int], str]:
+    """The chain of ops one `node:type` event covers, or ([], why not)."""
+    if kernel_type == "_Arg":
+        if view.entry_function is not None and _is_entry_argument(view, node):
+            return [view.entry_function], ""
+        placeholders = [
+            p
+            for p, info in enumerate(view.infos)
+            if info.op_name == "tf.Placeholder"
+            and (info.keys.name or "").lower().replace("/", "_") == node.lower()
+        ]
+        return placeholders, "" if placeholders else "function argument with no IR op owning it"
+    if kernel_type == "_Retval":
+        if view.entry_return is not None and view.infos[view.entry_return].op.operands:
+            return [view.entry_return], ""
+        return [], "function result with no IR op returning it at this level"
+    positions = view.resolve(node)
+    if not positions:
+        return [], "no op with this node name at this level (renamed, merged or not in the IR)"
+    return fused_chain(view, positions[0], kernel_type), ""
+
+
+def _is_entry_argument(view: ModuleView, node: str) -> bool:
+    """Whether `node` is one of the entry function's argument names."""
+    assert view.entry_function is not None
+    attributes = view.infos[view.entry_function].op.attributes
+    if "tf.entry_function" not in attributes:
+        return False
+    entry = ir.DictAttr(attributes["tf.entry_function"])
+    if "inputs" not in entry:
+        return False
+    return node in ir.StringAttr(entry["inputs"]).value.split(",")
+
+
+def _attribute_eager_events(
+    trace: Trace, rows: np.ndarray, view: ModuleView, step_rows: list[tuple[int, int]]
+) -> tuple[Attribution, dict[str, list[int]], dict[str, str]]:
+    """Match `EagerLocalExecute: <Type>` events to ops of that type in IR order, per step."""
+    by_type: dict[str, list[int]] = defaultdict(list)
+    for position in range(len(view.infos)):
+        by_type[view.op_type(position)].append(position)
+    attribution = Attribution()
+    unmatched: dict[str, list[int]] = defaultdict(list)
+    reasons: dict[str, str] = {}
+    seen: dict[tuple[int, str], int] = defaultdict(int)
+    for row in rows.tolist():
+        event = trace.name_of(row)
+        op_type = event.removeprefix(EAGER_PREFIX)
+        ts, duration = int(trace.ts_ns[row]), int(trace.dur_ns[row])
+        step = next((i for i, (b, e) in enumerate(step_rows) if b <= ts <= e), -1)
+        index = seen[(step, op_type)]
+        seen[(step, op_type)] += 1
+        candidates = by_type.get(op_type, [])
+        if index >= len(candidates):
+            unmatched[event].append(duration)
+            reasons[event] = f"eager op with no tf.{op_type} op left to match in the IR"
+            continue
+        attribution.add(view, [candidates[index]], event, ts, [duration])
+    return attribution, unmatched, reasons
+
+
+@dataclass(frozen=True)
+class TfCorrelator:
+    """Correlator for `irprof capture tf` bundles."""
+
+    framework: str = "tf"
+    levels: tuple[str, ...] = TF_LEVELS
+
+    def correlate(
+        self, bundle: RunBundle, level: str, options: CorrelationOptions
+    ) -> CorrelationResult:
+        """Join the bundle's XPlane trace to the ops of `RUN/ir/<level>.mlir`."""
+        manifest = bundle.manifest()
+        if manifest.framework != "tf":
+            raise BundleError(
+                f"{bundle.manifest_path}: framework is {manifest.framework!r}, not tf"
+            )
+        trace_path = _trace_file(bundle)
+        trace = read_trace(trace_path)
+        module = load_module(bundle.ir_path(level), make_context())
+        view = ModuleView.of(module)
+        in_steps = _step_mask(trace, str(manifest.options.get("step_marker", "irprof_step")))
+        op_rows = np.nonzero(in_steps & (trace.kind == int(EventKind.FRAMEWORK_OP)))[0]
+        warnings: list[str] = []
+        if len(op_rows):
+            attribution, unmatched, reasons = _attribute_graph_events(
+                trace, op_rows, view, options.fused_time_rule
+            )
+        else:
+            eager = np.array(
+                [n.startswith(EAGER_PREFIX) and "__inference_" not in n for n in trace.strings]
+            )
+            op_rows = np.nonzero(in_steps & eager[trace.name])[0]
+            steps = trace.rows_of_kind(EventKind.STEP).tolist()
+            windows = [(int(trace.ts_ns[r]), int(trace.end_ns[r])) for r in steps]
+            attribution, unmatched, reasons = _attribute_eager_events(trace, op_rows, view, windows)
+            warnings.append(
+                "eager trace: events carry op types but no node names; they were matched to ops "
+                "of the same type in IR order within each step, which is a guess when a type "
+                "repeats"
+            )
+        profiled_ns = int(trace.dur_ns[op_rows].sum())
+        return CorrelationResult(
+            opprofile=_opprofile(view, attribution, level, profiled_ns, trace_path, bundle),
+            coverage=self._coverage(
+                bundle, view, attribution, level, profiled_ns, unmatched, reasons, warnings
+            ),
+        )
+
+    def _coverage(
+        self,
+        bundle: RunBundle,
+        view: ModuleView,
+        attribution: Attribution,
+        level: str,
+        profiled_ns: int,
+        unmatched: dict[str, list[int]],
+        reasons: dict[str, str],
+        warnings: list[str],
+    ) -> Coverage:
+        runtime = _runtime_nodes(bundle)
+        op_reasons: dict[int, str] = {}
+        for position, info in enumerate(view.infos):
+            if position in attribution.durations or runtime is None:
+                continue
+            node = split_function_suffix(info.keys.name or "")[0]
+            op_reasons[position] = (
+                "in the runtime graph after grappler, yet no event in the profiled steps"
+                if node in runtime
+                else "not in the runtime graph: grappler folded or pruned it, it never ran"
+            )
+        events = [
+            UnmatchedEvent(name, sum(durs), len(durs), reasons[name])
+            for name, durs in unmatched.items()
+        ]
+        return coverage_for(
+            [(info.op, info.key) for info in view.infos],
+            attribution.durations.keys(),
+            level=level,
+            profiled_ns=profiled_ns,
+            attributed_ns=attribution.attributed_ns,
+            unmatched_events=events,
+            reasons=op_reasons,
+            warnings=warnings,
+        )
+
+
+def _opprofile(
+    view: ModuleView,
+    attribution: Attribution,
+    level: str,
+    profiled_ns: int,
+    trace_path: Path,
+    bundle: RunBundle,
+) -> OpProfile:
+    entries = []
+    for position in sorted(attribution.durations):
+        info = view.infos[position]
+        location = render(info.loc)
+        if len(location) > MAX_LOCATION_CHARS:
+            location = location[: MAX_LOCATION_CHARS - 3] + "..."
+        data = ProfileData.from_durations(
+            attribution.durations[position],
+            attribution.first_ts[position],
+            profiled_ns,
+            kernels=attribution.kernels[position],
+            fused_with=attribution.fused_with[position],
+            source=attribution.sources[position],
+        )
+        entries.append(OpProfileEntry(info.key, data, info.op_name, location))
+    return OpProfile(
+        level=level,
+        framework="tf",
+        entries=tuple(entries),
+        totals={
+            "profiled_ns": profiled_ns,
+            "attributed_ns": attribution.attributed_ns,
+            "steps": bundle.manifest().steps,
+        },
+        source_trace=str(trace_path.relative_to(bundle.root)),
+    )
+
+
+CORRELATOR = TfCorrelator()
