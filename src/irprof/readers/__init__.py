@@ -20,10 +20,13 @@ from irprof.trace.model import Trace
 
 SNIFF_BYTES = 4096
 
-# Name -> module defining `READER`; order is the order `sniff` is tried in.
+# Name -> (module, attribute) of the reader object; the order is the order `sniff` is tried in
+# (irprof's own events.json before generic Chrome JSON, since both are JSON objects).
 READER_MODULES = {
-    "xplane": "irprof.readers.xplane",
-    "chrome": "irprof.readers.chrome",
+    "xplane": ("irprof.readers.xplane", "READER"),
+    "events": ("irprof.readers.irprof_events", "EVENTS_READER"),
+    "parquet": ("irprof.readers.irprof_events", "PARQUET_READER"),
+    "chrome": ("irprof.readers.chrome", "READER"),
 }
 
 # When `read_trace` is given a directory (a profiler log dir or a bundle's trace/), the file
@@ -48,9 +51,9 @@ class TraceReader(Protocol):
         ...
 
 
-def _loader(module_name: str) -> Callable[[], TraceReader]:
+def _loader(module_name: str, attribute: str) -> Callable[[], TraceReader]:
     def load() -> TraceReader:
-        reader: TraceReader = importlib.import_module(module_name).READER
+        reader: TraceReader = getattr(importlib.import_module(module_name), attribute)
         return reader
 
     return load
@@ -59,8 +62,8 @@ def _loader(module_name: str) -> Callable[[], TraceReader]:
 def get_all_readers() -> Registry[TraceReader]:
     """Registry of every trace reader, imported lazily on first use."""
     registry: Registry[TraceReader] = Registry("trace format")
-    for name, module_name in READER_MODULES.items():
-        registry.register(name, _loader(module_name))
+    for name, (module_name, attribute) in READER_MODULES.items():
+        registry.register(name, _loader(module_name, attribute))
     return registry
 
 
@@ -86,13 +89,14 @@ def detect_format(path: Path, data: bytes) -> TraceReader:
     """The reader whose `sniff` accepts `data`, or a TraceFormatError listing what was tried."""
     registry = get_all_readers()
     head = data[:SNIFF_BYTES]
-    for name in registry:
+    for name in READER_MODULES:
         reader = registry.get(name)
         if reader.sniff(head):
             return reader
     raise TraceFormatError(
         path,
-        "unknown trace format: not an XPlane protobuf (*.xplane.pb) nor Chrome trace JSON "
+        "unknown trace format: not an XPlane protobuf (*.xplane.pb), Chrome trace JSON "
+        "or an irprof events.json/events.parquet "
         f"(known formats: {', '.join(registry.names())})",
     )
 

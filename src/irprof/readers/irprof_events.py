@@ -1,0 +1,52 @@
+"""irprof's own saved forms read back as traces: `events.json` and `events.parquet`."""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from irprof.trace.io import EVENTS_FORMAT, load_events_json, load_parquet
+from irprof.trace.model import Trace
+
+PARQUET_MAGIC = b"PAR1"
+
+
+@dataclass(frozen=True)
+class EventsJsonReader:
+    """`irprof trace convert -o events.json` output."""
+
+    name: str = "events"
+
+    def sniff(self, head: bytes) -> bool:
+        """The writer puts the format tag first."""
+        return head.lstrip().startswith(b'{"format":"' + EVENTS_FORMAT.encode() + b'"')
+
+    def read(self, path: Path, data: bytes) -> Trace:
+        """Load the unified JSON (the file is re-read; gzip is handled there too)."""
+        return load_events_json(path)
+
+
+@dataclass(frozen=True)
+class ParquetReader:
+    """`irprof trace convert -o events.parquet` output."""
+
+    name: str = "parquet"
+
+    def sniff(self, head: bytes) -> bool:
+        """Parquet files start with the PAR1 magic."""
+        return head.startswith(PARQUET_MAGIC)
+
+    def read(self, path: Path, data: bytes) -> Trace:
+        """Load the Parquet file; a gzipped one is unpacked to a temporary file first."""
+        with path.open("rb") as handle:
+            if handle.read(len(PARQUET_MAGIC)) == PARQUET_MAGIC:
+                return load_parquet(path)
+        with tempfile.NamedTemporaryFile(suffix=".parquet") as unpacked:
+            unpacked.write(data)
+            unpacked.flush()
+            return load_parquet(unpacked.name)
+
+
+EVENTS_READER = EventsJsonReader()
+PARQUET_READER = ParquetReader()
