@@ -1,0 +1,191 @@
+"""Share XLA thunk time among the IR ops each thunk ran.
+
+XLA:CPU emits one trace event per thunk, named after its HLO instruction (`hlo_op` argument).
+A thunk for a fusion runs every instruction of the fused computation; each instruction maps to
+IR ops through `IrOpIndex`. The thunk's time is split by the fused-time rule:
+
+- `flops` (the default): each member instruction gets time in proportion to its estimated FLOPs
+  (`hlo.estimate_flops`: 2*M*N*K for dot, 2*out*window for convolution, input elements for
+  reductions, output elements for elementwise ops, 0 for data movement such as broadcast or
+  bitcast). Members that reach no IR op are left out of the proportion; when the remaining
+  members all have 0 FLOPs the rule falls back to `even`.
+- `even`: every member instruction that reaches an IR op gets the same share.
+
+A member with a zero share still records the kernel on its ops (count, `kernels`), with 0 ns:
+the op ran inside that thunk, its cost is accounted to the arithmetic it feeds.
+
+An instruction's share is split evenly among the IR ops it reaches (several ops can carry the
+same name and source; direct opcode translations are preferred, see `IrOpIndex.refine`). The call
+ops an instruction was inlined through receive the same share as an inclusive total.
+
+Asynchronous thunks: the thunk's event marks the launch and a separate `end: <instruction>` event
+its completion. The pair is found through the TraceMe producer/consumer ids (`_p` on the thunk
+equals `_c` on the end event), else as the next `end: <name>` event on the same track; the
+thunk's time then runs from its start to the end of its `end:` event.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from irprof.correlate.hlo import HloInstructionInfo, HloModuleInfo
+from irprof.correlate.hlo_ir_index import IrOpIndex, IrTarget
+from irprof.trace.model import Trace
+
+END_PREFIX = "end: "
+FUSED_TIME_RULES = ("flops", "even")
+
+
+@dataclass(frozen=True)
+class ThunkEvent:
+    """One profiled thunk: trace row, exact event name, HLO instruction, start and duration."""
+
+    row: int
+    name: str
+    hlo_op: str
+    ts_ns: int
+    dur_ns: int
+    async_end_row: int | None = None
+
+
+@dataclass(frozen=True)
+class KernelPlan:
+    """How one HLO instruction's thunk time is shared: (fraction, targets, instruction) triples."""
+
+    shares: tuple[tuple[float, tuple[IrTarget, ...], str], ...]
+    reason: str = ""  # why nothing could be attributed (empty when shares exist)
+
+
+@dataclass
+class Attribution:
+    """Accumulated shares: op position -> {event row: ns}, plus what each op ran in."""
+
+    op_time: dict[int, dict[int, float]] = field(default_factory=lambda: defaultdict(dict))
+    call_time: dict[int, dict[int, float]] = field(default_factory=lambda: defaultdict(dict))
+    op_instructions: dict[int, set[str]] = field(default_factory=lambda: defaultdict(set))
+    event_ops: dict[int, set[int]] = field(default_factory=lambda: defaultdict(set))
+    attributed_ns: int = 0
+    unattributed: dict[str, list[Any]] = field(default_factory=dict)  # name -> [ns, count, why]
+
+
+def thunk_events(trace: Trace, module_name: str) -> tuple[list[ThunkEvent], list[str]]:
+    """Thunk events of `module_name` with async durations resolved; also other modules seen."""
+    hlo_ops = trace.arg_column("hlo_op")
+    modules = trace.arg_column("hlo_module")
+    producers = trace.arg_column("_p")
+    consumers = trace.arg_column("_c")
+    ends_by_consumer: dict[Any, int] = {}
+    ends_by_track_name: dict[tuple[int, str], list[int]] = defaultdict(list)
+    for row in range(len(trace)):
+        name = trace.name_of(row)
+        if name.startswith(END_PREFIX) and hlo_ops[row] is None:
+            if consumers[row] is not None:
+                ends_by_consumer[consumers[row]] = row
+            ends_by_track_name[(int(trace.track[row]), name[len(END_PREFIX) :])].append(row)
+    events: list[ThunkEvent] = []
+    others: set[str] = set()
+    for row, hlo_op in enumerate(hlo_ops):
+        if hlo_op is None:
+            continue
+        if modules[row] not in (None, module_name):
+            others.add(str(modules[row]))
+            continue
+        start = int(trace.ts_ns[row])
+        end = start + int(trace.dur_ns[row])
+        end_row = _find_end(
+            trace, row, str(hlo_op), producers[row], ends_by_consumer, ends_by_track_name
+        )
+        if end_row is not None:
+            end = max(end, int(trace.ts_ns[end_row] + trace.dur_ns[end_row]))
+        events.append(ThunkEvent(row, trace.name_of(row), str(hlo_op), start, end - start, end_row))
+    return events, sorted(others)
+
+
+def _find_end(
+    trace: Trace,
+    row: int,
+    hlo_op: str,
+    producer: Any,
+    ends_by_consumer: dict[Any, int],
+    ends_by_track_name: dict[tuple[int, str], list[int]],
+) -> int | None:
+    """The `end:` event of the thunk at `row`, or None."""
+    if producer is not None and producer in ends_by_consumer:
+        return ends_by_consumer[producer]
+    candidates = ends_by_track_name.get((int(trace.track[row]), hlo_op), [])
+    start = int(trace.ts_ns[row])
+    later = [r for r in candidates if int(trace.ts_ns[r]) >= start]
+    return min(later, key=lambda r: int(trace.ts_ns[r])) if later else None
+
+
+def plan_kernel(program: HloModuleInfo, index: IrOpIndex, hlo_op: str, rule: str) -> KernelPlan:
+    """Which IR ops the thunk of `hlo_op` ran and with what fraction of its time each."""
+    members = program.kernel_members(hlo_op)
+    if not members:
+        return KernelPlan((), f"no instruction '{hlo_op}' in HLO module {program.name}")
+    matched: list[tuple[HloInstructionInfo, tuple[IrTarget, ...]]] = []
+    for member in members:
+        targets = index.lookup(member.op_name, member.chain)
+        if targets:
+            matched.append((member, tuple(index.refine(member.opcode, targets))))
+    if not matched:
+        if not any(m.op_name for m in members):
+            return KernelPlan(
+                (), "XLA-inserted instruction without op metadata (e.g. a layout copy)"
+            )
+        names = sorted({m.op_name for m in members if m.op_name})
+        return KernelPlan((), f"op names not found in the IR: {', '.join(names[:3])}")
+    weights = [m.flops if rule == "flops" else 1.0 for m, _ in matched]
+    if sum(weights) <= 0:
+        weights = [1.0] * len(matched)
+    total = sum(weights)
+    return KernelPlan(
+        tuple(
+            (weight / total, targets, member.name)
+            for weight, (member, targets) in zip(weights, matched, strict=True)
+        )
+    )
+
+
+def attribute(
+    events: Sequence[ThunkEvent], program: HloModuleInfo, index: IrOpIndex, rule: str
+) -> Attribution:
+    """Share every thunk event's time among IR ops by the fused-time `rule`."""
+    if rule not in FUSED_TIME_RULES:
+        raise ValueError(f"unknown fused-time rule '{rule}' (known: {', '.join(FUSED_TIME_RULES)})")
+    plans: dict[str, KernelPlan] = {}
+    result = Attribution()
+    for event in events:
+        plan = plans.get(event.hlo_op)
+        if plan is None:
+            plan = plan_kernel(program, index, event.hlo_op, rule)
+            plans[event.hlo_op] = plan
+        if not plan.shares:
+            entry = result.unattributed.setdefault(event.name, [0, 0, plan.reason])
+            entry[0] += event.dur_ns
+            entry[1] += 1
+            continue
+        result.attributed_ns += event.dur_ns
+        for fraction, targets, instruction in plan.shares:
+            per_target = event.dur_ns * fraction / len(targets)
+            for target in targets:
+                times = result.op_time[target.position]
+                times[event.row] = times.get(event.row, 0.0) + per_target
+                result.op_instructions[target.position].add(instruction)
+                result.event_ops[event.row].add(target.position)
+                for call in target.via_calls:
+                    call_times = result.call_time[call]
+                    call_times[event.row] = call_times.get(event.row, 0.0) + per_target
+    return result
+
+
+def rounded(times: dict[int, float]) -> tuple[list[int], list[int]]:
+    """(rows, integer ns) of a row -> float-ns mapping, in row order."""
+    rows = sorted(times)
+    values = np.rint(np.array([times[r] for r in rows], dtype=np.float64)).astype(np.int64)
+    return rows, [int(v) for v in values]

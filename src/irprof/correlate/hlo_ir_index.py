@@ -1,0 +1,178 @@
+"""StableHLO ops indexed by the identity XLA keeps in HLO metadata: (op name, source chain).
+
+JAX names an op in its location (`NameLoc("jit(f)/dot_general")` around the call-site chain of
+FileLineCol ranges) and XLA copies both into each HLO instruction's `OpMetadata` (`op_name`,
+`stack_frame_id`). Names are not unique (two `jnp.dot` calls are both `jit(f)/dot_general`), so
+the identity is the name plus the source chain, innermost frame first.
+
+Ops of a private function (a `jax.jit`-wrapped helper reached through `func.call`) carry only the
+primitive (`loc("dot_general"("dense"(file:30:11)))`) and only the helper's own frames. XLA inlines
+the call, and the inlined instruction's metadata holds the caller's name and frames too:
+`jit(mlp)/jit(dense)/dot_general` with frames `[dense 30:11, mlp 45:25, ...]`. So an op in a
+private function gets one identity per call site: `<call op name>/<primitive>` and its own chain
+followed by the call op's chain, recursively for nested helpers. A helper called from two places
+is one op in StableHLO and two instructions in HLO: the op receives both.
+
+Lookup is exact on (name, full chain) first and on (name, innermost position) second, with file
+names compared by path suffix so absolute and folder-relative paths still meet.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from iree.compiler import ir
+
+from irprof.mlir.keys import OpInfo
+
+# HLO opcode -> StableHLO/CHLO op mnemonics it implements, where the names differ.
+OPCODE_ALIASES: dict[str, frozenset[str]] = {
+    "dot": frozenset({"dot_general", "dot"}),
+    "broadcast": frozenset({"broadcast_in_dim", "broadcast"}),
+    "reduce-window": frozenset({"reduce_window"}),
+    "custom-call": frozenset({"custom_call"}),
+    "bitcast-convert": frozenset({"bitcast_convert"}),
+    "dynamic-slice": frozenset({"dynamic_slice"}),
+    "dynamic-update-slice": frozenset({"dynamic_update_slice"}),
+    "exponential-minus-one": frozenset({"exponential_minus_one"}),
+    "log-plus-one": frozenset({"log_plus_one"}),
+    "round-nearest-even": frozenset({"round_nearest_even"}),
+    "round-nearest-afz": frozenset({"round_nearest_afz"}),
+}
+
+
+def implements(opcode: str, ir_op_name: str) -> bool:
+    """True when HLO `opcode` is the direct translation of the IR op (`stablehlo.add`: `add`)."""
+    mnemonic = ir_op_name.partition(".")[2]
+    aliases = OPCODE_ALIASES.get(opcode)
+    return mnemonic in aliases if aliases is not None else mnemonic == opcode.replace("-", "_")
+
+
+@dataclass(frozen=True)
+class IrTarget:
+    """How an HLO instruction reaches an IR op: the op and the call ops it was inlined through."""
+
+    position: int  # walk-order position among the module's ops (derive_op_infos)
+    via_calls: tuple[int, ...]  # positions of the func.call ops, innermost call first
+
+
+@dataclass(frozen=True)
+class _Identity:
+    name: str
+    chain: tuple[str, ...]
+    via_calls: tuple[int, ...]
+
+
+def _string_attr(op: ir.Operation, name: str) -> str | None:
+    """Value of a string or flat-symbol-ref attribute, or None."""
+    if name not in op.attributes:
+        return None
+    attr = op.attributes[name]
+    if isinstance(attr, ir.StringAttr):
+        return str(attr.value)
+    if isinstance(attr, ir.FlatSymbolRefAttr):
+        return str(attr.value)
+    return str(attr).strip('"@')
+
+
+class IrOpIndex:
+    """Every op of a StableHLO module under all its HLO identities."""
+
+    def __init__(self, infos: Sequence[OpInfo]) -> None:
+        self.infos = list(infos)
+        self.function_of: list[str] = []
+        self._public: set[str] = set()
+        self._calls_to: dict[str, list[int]] = defaultdict(list)
+        current = ""
+        for position, info in enumerate(self.infos):
+            if info.op_name == "func.func":
+                current = _string_attr(info.op, "sym_name") or ""
+                if _string_attr(info.op, "sym_visibility") in (None, "public"):
+                    self._public.add(current)
+            elif info.op_name == "func.call":
+                callee = _string_attr(info.op, "callee")
+                if callee:
+                    self._calls_to[callee].append(position)
+            self.function_of.append(current)
+        self._identity_cache: dict[int, tuple[_Identity, ...]] = {}
+        self._exact: dict[tuple[str, tuple[str, ...]], list[IrTarget]] = defaultdict(list)
+        self._loose: dict[tuple[str, str], list[IrTarget]] = defaultdict(list)
+        self.files: set[str] = set()
+        for position, info in enumerate(self.infos):
+            if info.op_name in ("func.func", "builtin.module"):
+                continue
+            for identity in self.identities(position):
+                target = IrTarget(position, identity.via_calls)
+                self._exact[(identity.name, identity.chain)].append(target)
+                if identity.chain:
+                    self._loose[(identity.name, identity.chain[0])].append(target)
+            self.files.update(p.rsplit(":", 2)[0] for p in info.keys.chain)
+        self._file_map: dict[str, str] = {}
+
+    def identities(self, position: int, depth: int = 0) -> tuple[_Identity, ...]:
+        """Full (name, chain) identities of the op at `position`, one per call path."""
+        cached = self._identity_cache.get(position)
+        if cached is not None:
+            return cached
+        info = self.infos[position]
+        name = info.keys.name
+        found: list[_Identity] = []
+        if name is not None and depth < 16:
+            function = self.function_of[position]
+            own_chain = info.keys.chain
+            if function in self._public or not self._calls_to.get(function):
+                found.append(_Identity(name, own_chain, ()))
+            else:
+                for call in self._calls_to[function]:
+                    for outer in self.identities(call, depth + 1):
+                        found.append(
+                            _Identity(
+                                f"{outer.name}/{name}",
+                                own_chain + outer.chain,
+                                (call, *outer.via_calls),
+                            )
+                        )
+        result = tuple(found)
+        self._identity_cache[position] = result
+        return result
+
+    def canonical_file(self, name: str) -> str:
+        """The IR's spelling of a file name from HLO metadata (path-suffix match), else itself."""
+        if name in self.files or not self.files:
+            return name
+        cached = self._file_map.get(name)
+        if cached is None:
+            candidates = [f for f in self.files if name.endswith("/" + f) or f.endswith("/" + name)]
+            cached = max(candidates, key=len) if candidates else name
+            self._file_map[name] = cached
+        return cached
+
+    def canonical_chain(self, chain: Iterable[str]) -> tuple[str, ...]:
+        """`chain` with every file name spelled as in the IR."""
+        out = []
+        for position in chain:
+            parts = position.rsplit(":", 2)
+            if len(parts) == 3:
+                out.append(f"{self.canonical_file(parts[0])}:{parts[1]}:{parts[2]}")
+            else:
+                out.append(position)
+        return tuple(out)
+
+    def lookup(self, op_name: str, chain: Sequence[str]) -> list[IrTarget]:
+        """IR ops an HLO instruction with this metadata came from (exact chain, else innermost)."""
+        if not op_name:
+            return []
+        canonical = self.canonical_chain(chain)
+        exact = self._exact.get((op_name, canonical))
+        if exact:
+            return exact
+        if canonical:
+            return self._loose.get((op_name, canonical[0]), [])
+        return []
+
+    def refine(self, opcode: str, targets: list[IrTarget]) -> list[IrTarget]:
+        """The targets whose IR op `opcode` translates directly; all targets when none does."""
+        direct = [t for t in targets if implements(opcode, self.infos[t.position].op_name)]
+        return direct or targets

@@ -1,0 +1,284 @@
+"""JAX/XLA correlator: XLA:CPU thunk events -> HLO instructions -> StableHLO ops.
+
+Steps (FRAMEWORKS.md, JAX section):
+1. Read the bundle's XPlane. Its `/host:metadata` plane holds each program's HloProto
+   (`Trace.hlo_programs`), so the trace alone is enough; `RUN/ir/hlo.txt` is the fallback.
+2. Thunk events (argument `hlo_op`, of the profiled `hlo_module`) with async durations resolved
+   (`hlo_attribution.thunk_events`).
+3. Each thunk -> its HLO instruction and, for a fusion, every instruction of the fused
+   computation -> (op_name, source chain) -> StableHLO ops (`hlo_ir_index.IrOpIndex`), time
+   shared by the fused-time rule (`CorrelationOptions.fused_time_rule`: "default"/"flops" or
+   "even", see `hlo_attribution`).
+4. One `OpProfile` entry per annotated op, keyed by the op's own `OpKey` (name, source,
+   ordinal), `kernels` = the exact thunk event names, `fused_with` = key names of the other ops
+   sharing a thunk. `func.call` ops of inlined private functions get the inclusive time of the
+   ops reached through them.
+
+Unattributed events (no metadata: layout copies) and ops XLA removed (folded, CSE'd, turned into
+bitcasts) are reported in the coverage with their reason; removed ops are counted separately in
+`coverage.extra` because they cost nothing at run time.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import defaultdict
+from pathlib import Path
+
+from irprof.bundle import Manifest, RunBundle
+from irprof.correlate.base import CorrelationOptions, CorrelationResult
+from irprof.correlate.hlo import HloModuleInfo, decode_hlo_proto, parse_hlo_text
+from irprof.correlate.hlo_attribution import Attribution, attribute, rounded, thunk_events
+from irprof.correlate.hlo_ir_index import IrOpIndex
+from irprof.coverage import Coverage, UnmatchedEvent, is_trivial_op
+from irprof.errors import BundleError, CorrelationError, TraceFormatError
+from irprof.mlir.context import make_context
+from irprof.mlir.coverage_ops import coverage_for
+from irprof.mlir.keys import derive_op_infos
+from irprof.mlir.load import load_module
+from irprof.opprofile import OpKey, OpProfile, OpProfileEntry, ProfileData
+from irprof.readers import read_trace
+from irprof.trace.model import Trace
+
+LEVEL = "stablehlo"
+HLO_TEXT = "ir/hlo.txt"
+REMOVED_REASON = "removed by XLA"
+NO_WORK_REASON = "(no run-time work)"
+RULES = {"default": "flops", "flops": "flops", "even": "even"}
+
+
+def _trace_path(bundle: RunBundle, manifest: Manifest) -> Path:
+    """The XPlane among the manifest's trace files (it carries the HloProtos), else the first."""
+    paths = [bundle.root / name for name in manifest.trace_files]
+    for path in paths:
+        if path.name.endswith(".xplane.pb") and path.is_file():
+            return path
+    for path in paths:
+        if path.is_file():
+            return path
+    raise BundleError(f"{bundle.root}: none of the manifest's trace files exists")
+
+
+def _module_name(trace: Trace, manifest: Manifest) -> str:
+    """The profiled HLO module: the manifest's, else the one with the most thunk time."""
+    declared = str(manifest.options.get("hlo_module", ""))
+    if declared:
+        return declared
+    totals: dict[str, int] = defaultdict(int)
+    for row, module in enumerate(trace.arg_column("hlo_module")):
+        if module is not None:
+            totals[str(module)] += int(trace.dur_ns[row])
+    if not totals:
+        raise CorrelationError("the trace has no XLA thunk events (no 'hlo_module' argument)")
+    return max(totals, key=lambda name: totals[name])
+
+
+def load_program(
+    trace: Trace, module_name: str, bundle: RunBundle, trace_path: Path
+) -> tuple[HloModuleInfo, list[str]]:
+    """The profiled program from the trace's HloProtos, else from `ir/hlo.txt`."""
+    warnings: list[str] = []
+    ids = {a for a in trace.arg_column("program_id") if a is not None}
+    candidates = [p for p in trace.hlo_programs if p.name == module_name]
+    candidates.sort(key=lambda p: p.program_id not in ids)
+    for program in candidates:
+        try:
+            return decode_hlo_proto(
+                program.proto, program.program_id, what=str(trace_path)
+            ), warnings
+        except ValueError as exc:
+            warnings.append(str(exc))
+    hlo_text = bundle.root / HLO_TEXT
+    if not hlo_text.is_file():
+        raise CorrelationError(
+            f"{trace_path}: no HloProto for module '{module_name}' in the trace's metadata plane "
+            f"and no {HLO_TEXT} in {bundle.root}; re-capture with `irprof capture jax`"
+        )
+    warnings.append(f"HloProto of {module_name} not in the trace; used {HLO_TEXT}")
+    try:
+        return parse_hlo_text(hlo_text.read_text(encoding="utf-8")), warnings
+    except ValueError as exc:
+        raise TraceFormatError(hlo_text, str(exc)) from exc
+
+
+def _entries(
+    index: IrOpIndex, attribution: Attribution, trace: Trace, profiled_ns: int, module: str
+) -> tuple[list[OpProfileEntry], set[int]]:
+    """One OpProfile entry per op that received time, keyed by the op's own key."""
+    entries: list[OpProfileEntry] = []
+    annotated: set[int] = set()
+    kinds = (("op", attribution.op_time), ("call", attribution.call_time))
+    for kind, table in kinds:
+        for position in sorted(table):
+            if kind == "op" and position in attribution.call_time:
+                continue  # a call op is reported once, inclusively
+            info = index.infos[position]
+            key = info.key
+            if key.name is None and key.source is None:
+                continue
+            rows, durations = rounded(table[position])
+            if kind == "call":
+                rows, durations = _merge_own(rows, durations, attribution.op_time.get(position))
+                source = f"xplane:{module}:inclusive"
+                fused: set[str] = set()
+            else:
+                source = f"xplane:{module}:" + ",".join(
+                    sorted(attribution.op_instructions[position])
+                )
+                fused = {
+                    name
+                    for row in rows
+                    for other in attribution.event_ops[row]
+                    if other != position and (name := index.infos[other].key.name)
+                }
+            data = ProfileData.from_durations(
+                durations,
+                min(int(trace.ts_ns[r]) for r in rows),
+                profiled_ns,
+                kernels=sorted({trace.name_of(r) for r in rows}),
+                fused_with=sorted(fused - {key.name}),
+                source=source,
+            )
+            entries.append(
+                OpProfileEntry(
+                    key=OpKey(
+                        name=key.name, source=key.source, origin=key.origin, ordinal=key.ordinal
+                    ),
+                    data=data,
+                    op_name=info.op_name,
+                    location=" <- ".join(info.keys.chain[:2]),
+                )
+            )
+            annotated.add(position)
+    return entries, annotated
+
+
+def _merge_own(
+    rows: list[int], durations: list[int], own: dict[int, float] | None
+) -> tuple[list[int], list[int]]:
+    """Add a call op's own time (rarely any) to its inclusive time per event."""
+    if not own:
+        return rows, durations
+    merged = dict(zip(rows, durations, strict=True))
+    own_rows, own_ns = rounded(own)
+    for row, value in zip(own_rows, own_ns, strict=True):
+        merged[row] = merged.get(row, 0) + value
+    ordered = sorted(merged)
+    return ordered, [merged[r] for r in ordered]
+
+
+def _unmatched_reasons(
+    index: IrOpIndex, program: HloModuleInfo, annotated: set[int]
+) -> dict[int, str]:
+    """Why each non-trivial op got nothing: removed by XLA, or kept but never run as a thunk."""
+    in_hlo: dict[int, list[str]] = defaultdict(list)
+    for instruction in program.instructions.values():
+        for target in index.lookup(instruction.op_name, instruction.chain):
+            in_hlo[target.position].append(f"{instruction.opcode} {instruction.name}")
+    reasons: dict[int, str] = {}
+    for position, info in enumerate(index.infos):
+        if position in annotated or is_trivial_op(info.op_name):
+            continue
+        if info.keys.name is None:
+            reasons[position] = "no name in its location (unknown location)"
+        elif position in in_hlo:
+            reasons[position] = (
+                "in the optimized HLO as "
+                + ", ".join(sorted(in_hlo[position])[:2])
+                + f" but in no profiled thunk {NO_WORK_REASON}"
+            )
+        else:
+            reasons[position] = f"{REMOVED_REASON}: folded, simplified or merged (CSE) away"
+    return reasons
+
+
+class JaxCorrelator:
+    """Joins XLA:CPU thunk events to StableHLO ops."""
+
+    framework = "jax"
+    levels: tuple[str, ...] = (LEVEL,)
+
+    def correlate(
+        self, bundle: RunBundle, level: str, options: CorrelationOptions
+    ) -> CorrelationResult:
+        """Correlate the bundle's trace with `RUN/ir/stablehlo.mlir`."""
+        if level != LEVEL:
+            raise BundleError(f"{bundle.root}: the jax correlator annotates only '{LEVEL}'")
+        rule = RULES.get(options.fused_time_rule)
+        if rule is None:
+            raise CorrelationError(
+                f"unknown fused-time rule '{options.fused_time_rule}' (known: {', '.join(RULES)})"
+            )
+        manifest = bundle.manifest()
+        trace_path = _trace_path(bundle, manifest)
+        trace = read_trace(trace_path)
+        module_name = _module_name(trace, manifest)
+        program, warnings = load_program(trace, module_name, bundle, trace_path)
+        ir_path = bundle.ir_path(level)
+        if not ir_path.is_file():
+            raise BundleError(f"{ir_path}: missing; the bundle has no StableHLO")
+        module = load_module(ir_path, make_context())
+        index = IrOpIndex(derive_op_infos(module))
+        events, other_modules = thunk_events(trace, module_name)
+        if other_modules:
+            warnings.append(f"thunks of other XLA modules ignored: {', '.join(other_modules)}")
+        profiled_ns = sum(e.dur_ns for e in events)
+        attribution = attribute(events, program, index, rule)
+        entries, annotated = _entries(index, attribution, trace, profiled_ns, module_name)
+        reasons = _unmatched_reasons(index, program, annotated)
+        coverage = coverage_for(
+            [(info.op, info.key) for info in index.infos],
+            annotated,
+            level=level,
+            profiled_ns=profiled_ns,
+            attributed_ns=attribution.attributed_ns,
+            unmatched_events=[
+                UnmatchedEvent(name, int(ns), int(count), str(why))
+                for name, (ns, count, why) in attribution.unattributed.items()
+            ],
+            reasons=reasons,
+            warnings=warnings,
+        )
+        coverage = _with_removed_counts(coverage, reasons)
+        opprofile = OpProfile(
+            level=level,
+            framework="jax",
+            entries=tuple(entries),
+            totals={
+                "profiled_ns": profiled_ns,
+                "attributed_ns": attribution.attributed_ns,
+                "steps": manifest.steps,
+                "thunk_events": len(events),
+                "hlo_module": module_name,
+                "program_id": program.program_id,
+                "fused_time_rule": rule,
+            },
+            source_trace=str(trace_path.relative_to(bundle.root)),
+        )
+        return CorrelationResult(opprofile, coverage)
+
+
+def _with_removed_counts(coverage: Coverage, reasons: dict[int, str]) -> Coverage:
+    """Leave ops XLA removed out of `ops_nontrivial`: they do no work at run time.
+
+    They stay listed in `unmatched_ops` with their reason, and `extra` keeps the raw figures.
+    A wholesale mismatch cannot hide behind this: such ops are absent from the compiled program
+    itself, and a trace from another program leaves `time_coverage` near zero.
+    """
+    removed = sum(1 for why in reasons.values() if why.startswith(REMOVED_REASON))
+    no_work = sum(1 for why in reasons.values() if why.endswith(NO_WORK_REASON))
+    extra = dict(coverage.extra)
+    extra.update(
+        {
+            "ops_removed_by_xla": removed,
+            "ops_without_runtime_work": no_work,
+            "ops_nontrivial_including_removed": coverage.ops_nontrivial,
+            "nontrivial_coverage_including_removed": coverage.nontrivial_coverage,
+        }
+    )
+    return dataclasses.replace(
+        coverage, ops_nontrivial=coverage.ops_nontrivial - removed - no_work, extra=extra
+    )
+
+
+CORRELATOR = JaxCorrelator()
