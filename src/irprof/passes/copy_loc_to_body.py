@@ -3,6 +3,9 @@
 Named linalg ops (`linalg.matmul`, `linalg.fill`, ...) build their region implicitly with
 `loc(unknown)`, so after `convert-linalg-to-loops` the arithmetic of the loop body would have no
 location and no origin. Copying the parent's location first keeps the body traceable.
+Body ops that do have a location of their own (a `linalg.generic` payload written by a frontend)
+keep it as the callee of `callsite(own at parent)`: they execute as part of the parent, so after
+lowering they still lead back to the parent's origin (which is what the profiler measured).
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ def _is_anonymous(location: ir.Location) -> bool:
 
 @dataclass(frozen=True)
 class CopyLocToBodyPass:
-    """Body ops of `linalg.*` ops without a location of their own get the parent's location."""
+    """Body ops of `linalg.*` ops get the parent's location (as the caller when they have one)."""
 
     name: ClassVar[str] = "irprof-copy-loc-to-body"
     summary: ClassVar[str] = "copy linalg ops' locations onto their anonymous body ops"
@@ -40,5 +43,12 @@ class CopyLocToBodyPass:
                     # Only a handful of body ops per linalg op: iterating is cheap here.
                     for body_op in block.operations:
                         inner = body_op.operation
-                        if _is_anonymous(inner.location):
+                        own = inner.location
+                        if _is_anonymous(own):
                             inner.location = parent_location
+                        elif not (
+                            isinstance(own, ir.CallSiteLoc) and own.caller == parent_location
+                        ):
+                            inner.location = ir.Location.callsite(
+                                own, [parent_location], context=root.context
+                            )

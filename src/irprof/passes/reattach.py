@@ -7,6 +7,8 @@ op is matched to the upper entries whose origins it carries:
   split), each carries the full data and `source` says `split 1/N`, so do not sum them;
 - several origins (the lowering fused ops): the op gets the sum of their time, `fused_with`
   lists the origins, and `source` names them all.
+Trivial ops (`irprof.coverage.is_trivial_op`: containers, constants, terminators) are skipped:
+they inherit their neighbours' locations but do no work.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import ClassVar
 
 from iree.compiler import ir
 
+from irprof.coverage import is_trivial_op
 from irprof.errors import PipelineError
 from irprof.mlir.annotation import AttributeBuilder, Layout, attach_profile, attach_summary
 from irprof.mlir.keys import derive_op_infos
@@ -60,6 +63,10 @@ def reattach(
     reached: list[list[str]] = []
     reach_count: dict[str, int] = defaultdict(int)
     for info in infos:
+        # Containers, constants and terminators inherit locations too but do no work.
+        if is_trivial_op(info.op_name):
+            reached.append([])
+            continue
         # A lower level's own stamps may wrap the upper ones; only profiled origins count.
         found = [o for o in info.keys.origins if o in by_origin]
         reached.append(found)
