@@ -7,6 +7,7 @@ from pathlib import Path
 from irprof.mlir.context import make_context
 from irprof.mlir.keys import (
     OpIndex,
+    OpInfo,
     derive_op_infos,
     derive_op_keys,
     origin_name,
@@ -23,7 +24,7 @@ from irprof.passes.pipeline import run_pipeline
 FIXTURES = Path(__file__).parent / "fixtures" / "mlir"
 
 
-def _infos(fixture: str, pipeline: str = "") -> list:  # type: ignore[type-arg]
+def _infos(fixture: str, pipeline: str = "") -> list[OpInfo]:
     module = load_module(FIXTURES / fixture, make_context())
     if pipeline:
         run_pipeline(module, pipeline)

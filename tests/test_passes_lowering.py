@@ -10,7 +10,7 @@ import pytest
 
 from irprof.mlir.annotation import get_profile
 from irprof.mlir.context import make_context
-from irprof.mlir.keys import derive_op_infos
+from irprof.mlir.keys import OpInfo, derive_op_infos
 from irprof.mlir.load import load_module, write_module
 from irprof.opprofile import OpKey, OpProfile, OpProfileEntry, ProfileData
 from irprof.passes.pipeline import run_pipeline
@@ -38,8 +38,8 @@ func.func @mm(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>, %c: tensor<4x16xf32>) -
 """
 
 
-def _upper_profile(module_infos: list, level: str, op_names: set[str]) -> OpProfile:  # type: ignore[type-arg]
-    """An origin-keyed profile of the named upper ops, with distinct times (as a correlator would)."""
+def _upper_profile(module_infos: list[OpInfo], level: str, op_names: set[str]) -> OpProfile:
+    """An origin-keyed profile of the named upper ops, as a correlator would write it."""
     entries = []
     for number, info in enumerate(i for i in module_infos if i.op_name in op_names):
         data = ProfileData.from_durations(
