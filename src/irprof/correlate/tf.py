@@ -7,8 +7,8 @@ the IR keeps in its location (`irprof.mlir.keys`). The join, in order of prefere
    their bare node name inside the function a call op reached);
 2. runtime-inlined names: `<call node>/<inner node>`, where `<call node>` is a call op
    (`StatefulPartitionedCall`, `PartitionedCall`) whose callee holds `<inner node>`, recursively;
-3. function plumbing: `_Arg` events belong to the entry function (the op owning the arguments),
-   `_Retval` events to its return op.
+`_Arg`/`_Retval` events (argument copy-in, result copy-out) have no op to go to: arguments are
+block arguments and the return op has an unknown location, so they stay unmatched with a reason.
 
 Fused kernels: grappler's remapper and oneDNN name a fused kernel after the LAST node of the
 chain (`conv/Relu:_MklNativeFusedConv2D` is Conv2D+BiasAdd+Relu). `FUSION_RULES` recovers the
@@ -53,6 +53,10 @@ EAGER_PREFIX = "EagerLocalExecute: "
 CALL_OPS = frozenset({"tf.StatefulPartitionedCall", "tf.PartitionedCall", "tf.LegacyCall"})
 KERNEL_PREFIXES = ("_MklNative", "_Mkl", "_")  # longest first
 MAX_CHAIN = 6
+PLUMBING_KERNELS = {
+    "_Arg": "function argument copy-in (a block argument in the IR, not an op)",
+    "_Retval": "function result copy-out (the IR return op has no named location)",
+}
 MAX_LOCATION_CHARS = 240
 
 
@@ -76,8 +80,8 @@ class ModuleView:
         default_factory=lambda: defaultdict(list)
     )
     callee_of: dict[int, str] = field(default_factory=dict)
+    placeholders: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
     entry_function: int | None = None
-    entry_return: int | None = None
 
     @staticmethod
     def of(module: ir.Module) -> ModuleView:
@@ -95,12 +99,10 @@ class ModuleView:
                     view.entry_function = position
                 continue
             function_of[position] = current
+            if info.op_name == "tf.Placeholder" and info.keys.name:
+                view.placeholders[info.keys.name.lower().replace("/", "_")].append(position)
             if info.op_name in CALL_OPS and "f" in attributes:
                 view.callee_of[position] = ir.FlatSymbolRefAttr(attributes["f"]).value
-            if info.op_name == "func.return" and view.entry_function is not None:
-                entry_name = function_of[position]
-                if entry_name == view.entry_name():
-                    view.entry_return = position
             for name in info.keys.names:
                 view.by_name[name].append(position)
                 node, function = split_function_suffix(name)
@@ -296,35 +298,19 @@ def _attribute_graph_events(
 def _resolve_event(view: ModuleView, node: str, kernel_type: str) -> tuple[list[int], str]:
     """The chain of ops one `node:type` event covers, or ([], why not)."""
     if kernel_type == "_Arg":
-        if view.entry_function is not None and _is_entry_argument(view, node):
-            return [view.entry_function], ""
-        placeholders = [
-            p
-            for p, info in enumerate(view.infos)
-            if info.op_name == "tf.Placeholder"
-            and (info.keys.name or "").lower().replace("/", "_") == node.lower()
-        ]
-        return placeholders, "" if placeholders else "function argument with no IR op owning it"
-    if kernel_type == "_Retval":
-        if view.entry_return is not None and view.infos[view.entry_return].op.operands:
-            return [view.entry_return], ""
-        return [], "function result with no IR op returning it at this level"
+        # A graph imported with `convert_graph_def` (post-grappler) keeps arguments as
+        # Placeholder nodes, named like the argument with `/` for `_` and any case.
+        placeholders = view.placeholders.get(node.lower(), [])
+        if placeholders:
+            return placeholders, ""
+    if kernel_type in PLUMBING_KERNELS:
+        # Block arguments and the unknown-location return op cannot carry an OpKey that finds
+        # them again, so this time stays unattributed (and is reported).
+        return [], PLUMBING_KERNELS[kernel_type]
     positions = view.resolve(node)
     if not positions:
         return [], "no op with this node name at this level (renamed, merged or not in the IR)"
     return fused_chain(view, positions[0], kernel_type), ""
-
-
-def _is_entry_argument(view: ModuleView, node: str) -> bool:
-    """Whether `node` is one of the entry function's argument names."""
-    assert view.entry_function is not None
-    attributes = view.infos[view.entry_function].op.attributes
-    if "tf.entry_function" not in attributes:
-        return False
-    entry = ir.DictAttr(attributes["tf.entry_function"])
-    if "inputs" not in entry:
-        return False
-    return node in ir.StringAttr(entry["inputs"]).value.split(",")
 
 
 def _attribute_eager_events(

@@ -19,6 +19,7 @@ _PASSES = (
     ("irprof-stamp-origin", "irprof.passes.stamp_origin", "StampOriginPass"),
     ("irprof-copy-loc-to-body", "irprof.passes.copy_loc_to_body", "CopyLocToBodyPass"),
     ("irprof-reattach", "irprof.passes.reattach", "ReattachPass"),
+    ("irprof-tf-pgo", "irprof.passes.tf_pgo", "TfPgoPass"),
 )
 
 
