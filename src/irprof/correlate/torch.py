@@ -1,0 +1,427 @@
+"""PyTorch correlator: torch.profiler `aten::*` events -> torch-dialect ops -> linalg ops.
+
+torch level. Eager mode records one top-level `aten::*` event per call of the exported program
+(`aten::linear` for the exported node `linear`); its children (`aten::addmm`, `aten::t`, ...)
+are the call's implementation and are skipped so time is counted once. Each event is joined to
+an exported call node (`RUN/ir/torch.fx.json`) by its signature, the aten name plus the chain of
+module instances in its verbose call stack (`nn.Module: EncoderBlock_1` ...): the profiler numbers
+the instances of each module class in the order they are first called, which the exported graph
+reproduces from each node's `nn_module_stack`. Identical calls (a shared layer called in a loop)
+have equal signatures; the k-th such event of a step goes to the k-th such node in graph order.
+The node then names its ops: the capture put `"<module>|<node>|<target>"` in every op's NameLoc.
+One call the decomposition split into several ops (linear -> permute + addmm) gives its time to
+all of them in equal shares, each listing the others in `fused_with`.
+
+linalg level. The torch ops were stamped `irprof.origin=torch#<index>` before lowering; the torch
+level's profile is re-attached to the lowered ops through those stamps (`irprof-reattach`).
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import orjson
+
+from irprof.bundle import RunBundle
+from irprof.capture.torch_locations import FxNodeName, aten_event_name
+from irprof.correlate.base import CorrelationOptions, CorrelationResult
+from irprof.coverage import Coverage, UnmatchedEvent, is_trivial_op
+from irprof.errors import BundleError, CorrelationError
+from irprof.mlir.annotation import has_profile
+from irprof.mlir.context import make_context
+from irprof.mlir.coverage_ops import coverage_for
+from irprof.mlir.keys import OpInfo, derive_op_infos
+from irprof.mlir.load import load_module
+from irprof.mlir.locations import render
+from irprof.opprofile import OpProfile, OpProfileEntry, ProfileData
+from irprof.passes.reattach import reattach
+from irprof.readers import read_trace
+from irprof.trace.model import EventKind, Trace
+
+MODULE_FRAME = "nn.Module: "
+CALL_STACK_ARG = "Call stack"
+DEFAULT_FX_NODES = "ir/torch.fx.json"
+# ATen ops that only change tensor metadata in eager mode (strides, shapes): when a decomposed
+# call also has a compute op (linear -> view + permute + addmm + view), the event's time goes to
+# the compute ops under the default rule; the view ops are still annotated, with 0 ns.
+VIEW_OPS = frozenset(
+    {
+        "view", "_unsafe_view", "reshape", "expand", "squeeze", "unsqueeze", "t", "transpose",
+        "permute", "alias", "slice", "select", "as_strided", "detach", "unflatten",
+    }
+)  # fmt: skip
+FUSED_TIME_RULES = ("default", "split")
+
+
+@dataclass(frozen=True)
+class FxCall:
+    """A call node of the exported program: what one top-level aten event corresponds to."""
+
+    index: int
+    node: str
+    event_name: str  # `aten::linear`
+    chain: tuple[str, ...]  # module instances as the profiler names them: (`Net_0`, `Linear_1`)
+
+
+@dataclass(frozen=True)
+class OpEvent:
+    """A top-level framework-op event of the trace."""
+
+    row: int
+    name: str
+    ts_ns: int
+    dur_ns: int
+    chain: tuple[str, ...]
+
+
+def load_fx_calls(path: Path) -> list[FxCall]:
+    """Read `torch.fx.json` and number module instances per class in order of first call."""
+    try:
+        document = orjson.loads(path.read_bytes())
+        nodes = document["nodes"]
+    except FileNotFoundError as exc:
+        raise BundleError(f"{path}: missing; re-capture with `irprof capture torch`") from exc
+    except (orjson.JSONDecodeError, KeyError, TypeError) as exc:
+        raise BundleError(f"{path}: malformed FX node list ({exc!r})") from exc
+    instance_of: dict[str, str] = {}
+    per_class: Counter[str] = Counter()
+    calls = []
+    for node in nodes:
+        chain = []
+        for module_path, class_name in node["modules"]:
+            if module_path not in instance_of:
+                instance_of[module_path] = f"{class_name}_{per_class[class_name]}"
+                per_class[class_name] += 1
+            chain.append(instance_of[module_path])
+        calls.append(
+            FxCall(int(node["index"]), node["name"], aten_event_name(node["target"]), tuple(chain))
+        )
+    return calls
+
+
+def module_chain(call_stack: str | None) -> tuple[str, ...]:
+    """`nn.Module: X_n` frames of a verbose call stack (innermost first) -> outermost first."""
+    if not call_stack:
+        return ()
+    frames = [f[len(MODULE_FRAME) :] for f in call_stack.split(";") if f.startswith(MODULE_FRAME)]
+    return tuple(reversed(frames))
+
+
+def top_level_op_events(trace: Trace) -> list[OpEvent]:
+    """Framework-op events not nested in another framework-op event of the same thread."""
+    rows = trace.rows_of_kind(EventKind.FRAMEWORK_OP)
+    if len(rows) == 0:
+        return []
+    order = np.lexsort((-trace.dur_ns[rows], trace.ts_ns[rows], trace.track[rows]))
+    rows = rows[order]
+    kept: list[int] = []
+    open_ends: list[int] = []
+    current_track = -1
+    for row, track, start, end in zip(
+        rows.tolist(),
+        trace.track[rows].tolist(),
+        trace.ts_ns[rows].tolist(),
+        trace.end_ns[rows].tolist(),
+        strict=True,
+    ):
+        if track != current_track:
+            current_track, open_ends = track, []
+        while open_ends and open_ends[-1] <= start:
+            open_ends.pop()
+        if not open_ends:
+            kept.append(row)
+        open_ends.append(end)
+    kept.sort(key=lambda r: int(trace.ts_ns[r]))
+    args = trace.args_many(kept)
+    return [
+        OpEvent(
+            row,
+            trace.name_of(row),
+            int(trace.ts_ns[row]),
+            int(trace.dur_ns[row]),
+            module_chain(arg.get(CALL_STACK_ARG)),
+        )
+        for row, arg in zip(kept, args, strict=True)
+    ]
+
+
+@dataclass
+class EventMatch:
+    """Events joined to call nodes, and the ones that found none (with why)."""
+
+    node_of: dict[int, str] = field(default_factory=dict)  # event row -> FX node name
+    unmatched: dict[int, str] = field(default_factory=dict)  # event row -> reason
+
+
+def match_events(events: Sequence[OpEvent], calls: Sequence[FxCall]) -> EventMatch:
+    """Join events to calls by (aten name, module chain), execution order breaking ties.
+
+    Events whose exact signature no node has (a module without ops shifting the profiler's
+    instance numbers, say) fall back to the aten name alone, again in execution order.
+    """
+    exact: dict[tuple[str, tuple[str, ...]], list[FxCall]] = defaultdict(list)
+    by_name: dict[str, list[FxCall]] = defaultdict(list)
+    for call in calls:
+        exact[(call.event_name, call.chain)].append(call)
+        by_name[call.event_name].append(call)
+    seen: Counter[Any] = Counter()
+    result = EventMatch()
+    for event in events:
+        signature = (event.name, event.chain)
+        candidates = exact.get(signature)
+        counter_key: tuple[str, Any] = signature
+        if not candidates:
+            candidates, counter_key = by_name.get(event.name), ("name", event.name)
+        if not candidates:
+            result.unmatched[event.row] = "no call of this op in the exported program"
+            continue
+        # Every step runs the same program: ranks wrap around from one step to the next.
+        result.node_of[event.row] = candidates[seen[counter_key] % len(candidates)].node
+        seen[counter_key] += 1
+    return result
+
+
+def ops_by_node(infos: Sequence[OpInfo]) -> dict[str, list[int]]:
+    """FX node name -> walk positions of its non-trivial ops (from the ops' NameLocs)."""
+    grouped: dict[str, list[int]] = defaultdict(list)
+    for position, info in enumerate(infos):
+        if is_trivial_op(info.op_name):
+            continue
+        for name in info.keys.names:
+            parsed = FxNodeName.parse(name)
+            if parsed is not None:
+                grouped[parsed.node].append(position)
+                break
+    return grouped
+
+
+def is_view_op(info: OpInfo) -> bool:
+    """The op's FX target (from its NameLoc) is a metadata-only ATen op."""
+    for name in info.keys.names:
+        parsed = FxNodeName.parse(name)
+        if parsed is not None:
+            parts = parsed.target.split(".")  # aten.permute.default
+            return len(parts) > 1 and parts[1] in VIEW_OPS
+    return False
+
+
+def _shares(duration: int, weights: Sequence[int]) -> list[int]:
+    """`duration` split by integer `weights` into integer shares that add up exactly."""
+    total = sum(weights)
+    shares = [duration * w // total for w in weights]
+    leftover = duration - sum(shares)
+    for index, weight in enumerate(weights):
+        if leftover == 0:
+            break
+        if weight:
+            shares[index] += 1
+            leftover -= 1
+    return shares
+
+
+def share_weights(infos: Sequence[OpInfo], positions: Sequence[int], rule: str) -> list[int]:
+    """Relative share of a call's time per op: `split` equal; `default` compute ops only."""
+    if rule == "split":
+        return [1] * len(positions)
+    weights = [0 if is_view_op(infos[p]) else 1 for p in positions]
+    return weights if any(weights) else [1] * len(positions)
+
+
+def correlate_torch_level(
+    bundle: RunBundle, trace: Trace, calls: Sequence[FxCall], rule: str = "default"
+) -> CorrelationResult:
+    """The torch-dialect level: events -> call nodes -> ops."""
+    module = load_module(bundle.ir_path("torch"), make_context())
+    infos = derive_op_infos(module)
+    grouped = ops_by_node(infos)
+    events = top_level_op_events(trace)
+    matched = match_events(events, calls)
+    profiled_ns = sum(event.dur_ns for event in events)
+    durations: dict[int, list[int]] = defaultdict(list)
+    first_ts: dict[int, int] = {}
+    kernels: dict[int, list[str]] = defaultdict(list)
+    lost: dict[str, list[int]] = defaultdict(list)
+    reasons: dict[str, str] = {}
+    attributed_ns = 0
+    for event in events:
+        node = matched.node_of.get(event.row)
+        positions = grouped.get(node, []) if node is not None else []
+        if not positions:
+            reason = matched.unmatched.get(event.row) or f"FX node '{node}' has no non-trivial op"
+            lost[event.name].append(event.dur_ns)
+            reasons.setdefault(event.name, reason)
+            continue
+        attributed_ns += event.dur_ns
+        weights = share_weights(infos, positions, rule)
+        for position, share in zip(positions, _shares(event.dur_ns, weights), strict=True):
+            durations[position].append(share)
+            first_ts.setdefault(position, event.ts_ns)
+            kernels[position].append(event.name)
+    node_of_position = {p: node for node, ps in grouped.items() for p in ps}
+    entries = []
+    for position in sorted(durations):
+        info = infos[position]
+        siblings = grouped[node_of_position[position]]
+        data = ProfileData.from_durations(
+            durations[position],
+            first_ts[position],
+            profiled_ns,
+            kernels=kernels[position],
+            fused_with=[str(infos[p].key.name) for p in siblings if p != position],
+            source=f"torch.profiler:{node_of_position[position]}"
+            + (f" (shared by {len(siblings)} ops, rule {rule})" if len(siblings) > 1 else ""),
+        )
+        entries.append(OpProfileEntry(info.key, data, info.op_name, render(info.loc)))
+    unmatched_events = [
+        UnmatchedEvent(name, sum(durs), len(durs), reasons[name]) for name, durs in lost.items()
+    ]
+    coverage = coverage_for(
+        [(info.op, info.key) for info in infos],
+        durations.keys(),
+        level="torch",
+        profiled_ns=profiled_ns,
+        attributed_ns=attributed_ns,
+        unmatched_events=unmatched_events,
+        reasons=_op_reasons(infos, grouped, set(matched.node_of.values())),
+    )
+    opprofile = OpProfile(
+        level="torch",
+        framework="torch",
+        entries=tuple(entries),
+        totals={
+            "profiled_ns": profiled_ns,
+            "attributed_ns": attributed_ns,
+            "events": len(events),
+            "events_matched": len(events) - sum(len(d) for d in lost.values()),
+            "steps": bundle.manifest().steps,
+        },
+        source_trace=_trace_name(bundle),
+    )
+    return CorrelationResult(opprofile, coverage)
+
+
+def _op_reasons(
+    infos: Sequence[OpInfo], grouped: dict[str, list[int]], profiled_nodes: set[str]
+) -> dict[int, str]:
+    """Why each non-trivial op without profile got none."""
+    reasons = {}
+    named = {p for ps in grouped.values() for p in ps}
+    for node, positions in grouped.items():
+        if node not in profiled_nodes:
+            for position in positions:
+                reasons[position] = f"no top-level aten event was joined to FX node '{node}'"
+    for position, info in enumerate(infos):
+        if position not in named and not is_trivial_op(info.op_name):
+            reasons[position] = "location names no FX node (not made by `irprof capture torch`)"
+    return reasons
+
+
+def correlate_linalg_level(bundle: RunBundle, upper: OpProfile) -> CorrelationResult:
+    """The linalg level: the torch level's profile re-attached through origin stamps."""
+    module = load_module(bundle.ir_path("linalg"), make_context())
+    lower = reattach(module, upper, level="linalg")
+    infos = derive_op_infos(module)
+    annotated = [p for p, info in enumerate(infos) if has_profile(info.op)]
+    reached = {o for info in infos for o in info.keys.origins}
+    attributed_ns = sum(e.data.total_ns for e in upper.entries if e.key.origin in reached)
+    profiled_ns = int(upper.totals.get("profiled_ns", 0))
+    reasons = {}
+    for position, info in enumerate(infos):
+        parent = info.op.parent
+        if not info.keys.origins and parent is not None and parent.name.startswith("linalg."):
+            # Named linalg ops print without their region; parsing rebuilds it location-less.
+            reasons[position] = f"implicit body of {parent.name} (rebuilt on parse, no location)"
+        elif not info.keys.origins:
+            reasons[position] = "no irprof.origin stamp in the location (created by lowering)"
+        else:
+            reasons[position] = f"origin {info.keys.origins[0]} received no time at torch level"
+    located = [
+        p
+        for p, info in enumerate(infos)
+        if _is_top_level(info) and not is_trivial_op(info.op_name) and _has_location(info)
+    ]
+    coverage = coverage_for(
+        [(info.op, info.key) for info in infos],
+        annotated,
+        level="linalg",
+        profiled_ns=profiled_ns,
+        attributed_ns=attributed_ns,
+        reasons=reasons,
+    )
+    located_annotated = sum(1 for p in located if p in set(annotated))
+    coverage = Coverage(
+        **{
+            **coverage.__dict__,
+            "extra": {
+                "nonbody_located_ops": len(located),
+                "nonbody_located_annotated": located_annotated,
+                "reattached_from": "torch",
+            },
+        }
+    )
+    return CorrelationResult(lower, coverage)
+
+
+def _is_top_level(info: OpInfo) -> bool:
+    """An op directly in a function body, not inside a linalg op's region."""
+    parent = info.op.parent
+    return parent is not None and parent.name in ("func.func", "util.func")
+
+
+def _has_location(info: OpInfo) -> bool:
+    """The op knows where it came from (a name, a source position or an origin stamp)."""
+    return bool(info.keys.names or info.keys.source or info.keys.origins)
+
+
+def _trace_name(bundle: RunBundle) -> str:
+    """The bundle's trace file, relative to the bundle."""
+    files = bundle.manifest().trace_files
+    if not files:
+        raise BundleError(f"{bundle.manifest_path}: lists no trace file")
+    return files[0]
+
+
+def load_bundle_inputs(bundle: RunBundle) -> tuple[Trace, list[FxCall]]:
+    """The bundle's trace and exported call nodes."""
+    manifest = bundle.manifest()
+    trace = read_trace(bundle.root / _trace_name(bundle))
+    fx_path = bundle.root / str(manifest.options.get("fx_nodes", DEFAULT_FX_NODES))
+    return trace, load_fx_calls(fx_path)
+
+
+@dataclass(frozen=True)
+class TorchCorrelator:
+    """The `torch` entry of the correlator registry."""
+
+    framework: str = "torch"
+    levels: tuple[str, ...] = ("torch", "linalg")
+
+    def correlate(
+        self, bundle: RunBundle, level: str, options: CorrelationOptions
+    ) -> CorrelationResult:
+        """Join the bundle's trace to `RUN/ir/<level>.mlir`.
+
+        A call decomposed into several ops: `default` gives its time to the compute ops in equal
+        shares (view ops get 0 ns), `split` shares it equally among all of them.
+        """
+        rule = options.fused_time_rule
+        if rule not in FUSED_TIME_RULES:
+            raise CorrelationError(
+                f"fused_time_rule {rule!r}: the torch correlator knows "
+                + ", ".join(FUSED_TIME_RULES)
+            )
+        trace, calls = load_bundle_inputs(bundle)
+        torch_result = correlate_torch_level(bundle, trace, calls, rule)
+        if level == "torch":
+            return torch_result
+        if level == "linalg":
+            return correlate_linalg_level(bundle, torch_result.opprofile)
+        raise CorrelationError(f"torch correlator: unknown level {level!r} (torch or linalg)")
+
+
+CORRELATOR = TorchCorrelator()
