@@ -38,6 +38,16 @@ def _registry(kind: str, entries: tuple[tuple[str, str, str], ...]) -> Registry[
     return registry
 
 
+# Op graph format by file extension, so choosing a format imports only its renderer.
+OP_GRAPH_EXTENSIONS = {
+    ".dot": "dot",
+    ".gv": "dot",
+    ".svg": "svg",
+    ".graphml": "graphml",
+    ".html": "html",
+}
+
+
 _OP_GRAPH = _registry(
     "op graph format",
     (
@@ -68,14 +78,13 @@ def get_export_renderers() -> Registry[Renderer]:
     return _EXPORTS
 
 
-def renderer_for_path(registry: Registry[Renderer], path: str | Path) -> Renderer:
-    """The renderer whose extension matches `path` (case-insensitive)."""
+def op_graph_renderer_for(path: str | Path) -> Renderer:
+    """The op graph renderer for `path`'s extension (case-insensitive)."""
     suffix = Path(path).suffix.lower()
-    for name in registry.names():
-        renderer = registry.get(name)
-        if renderer.extension == suffix:
-            return renderer
-    known = ", ".join(registry.get(n).extension for n in registry.names())
-    raise UsageError(
-        f"{path}: cannot tell the format from {suffix or 'no extension'!r}; use {known}"
-    )
+    name = OP_GRAPH_EXTENSIONS.get(suffix)
+    if name is None:
+        known = ", ".join(OP_GRAPH_EXTENSIONS)
+        raise UsageError(
+            f"{path}: cannot tell the graph format from {suffix or 'no extension'!r}; use {known}"
+        )
+    return _OP_GRAPH.get(name)

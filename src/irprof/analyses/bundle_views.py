@@ -1,0 +1,71 @@
+"""Find and load the annotated IR levels of a run bundle for the views."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from iree.compiler import ir
+
+from irprof.analyses.profiled_ops import ProfiledModule, load_profiled_module
+from irprof.bundle import Manifest, RunBundle
+from irprof.coverage import Coverage, load_coverages
+from irprof.errors import BundleError, UsageError
+
+
+@dataclass(frozen=True)
+class AnnotatedLevel:
+    """One annotated IR level of a bundle, loaded."""
+
+    level: str
+    path: Path
+    module: ir.Module
+    profiled: ProfiledModule
+
+
+def annotated_levels(bundle: RunBundle) -> list[str]:
+    """Levels with `RUN/annotated/<level>.mlir`, in the manifest's lowering order."""
+    manifest = bundle.manifest()
+    present = {p.stem for p in (bundle.root / "annotated").glob("*.mlir")}
+    ordered = [level for level in manifest.ir_levels if level in present]
+    return ordered + sorted(present - set(ordered))
+
+
+def require_annotated(bundle: RunBundle, level: str | None = None) -> str:
+    """The level to show (default: the first annotated one); clear errors when there is none."""
+    levels = annotated_levels(bundle)
+    if not levels:
+        raise BundleError(
+            f"{bundle.root}: no annotated IR under annotated/; run `irprof annotate {bundle.root}`"
+        )
+    if level is None:
+        return levels[0]
+    if level not in levels:
+        raise UsageError(
+            f"{bundle.root}: level {level!r} is not annotated; annotated: {', '.join(levels)}"
+        )
+    return level
+
+
+def load_annotated_level(bundle: RunBundle, level: str | None = None) -> AnnotatedLevel:
+    """Parse `RUN/annotated/<level>.mlir` and gather its profiled ops."""
+    chosen = require_annotated(bundle, level)
+    path = bundle.annotated_path(chosen)
+    module, profiled = load_profiled_module(path)
+    return AnnotatedLevel(chosen, path, module, profiled)
+
+
+def bundle_coverages(bundle: RunBundle) -> dict[str, Coverage]:
+    """`coverage.json` by level ({} when the file is absent)."""
+    path = bundle.coverage_path
+    if not path.is_file():
+        return {}
+    try:
+        return load_coverages(path)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise BundleError(f"{path}: malformed coverage record ({exc!r})") from exc
+
+
+def model_script(manifest: Manifest) -> str:
+    """The model script as the manifest names it (relative to the bundle's parent)."""
+    return manifest.model

@@ -1,0 +1,159 @@
+"""Everything the HTML report shows, gathered from a run bundle as plain data."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+from iree.compiler import ir
+
+from irprof.analyses.bundle_views import (
+    AnnotatedLevel,
+    annotated_levels,
+    bundle_coverages,
+    load_annotated_level,
+)
+from irprof.analyses.hotspots import HotspotTable, hotspots
+from irprof.analyses.op_graph import OpGraph, OpGraphOptions, build_op_graph
+from irprof.bundle import Manifest, RunBundle
+from irprof.coverage import Coverage
+from irprof.errors import BundleError
+
+IR_TEXT_LIMIT = 4000  # characters of one op's IR shown in the report
+IR_TEXT_OPS = 3000  # ops whose IR text is embedded (annotated first, then unannotated)
+
+
+@dataclass(frozen=True)
+class UnannotatedOp:
+    """A non-trivial op without a profile and why (from coverage.json when it says)."""
+
+    op_index: int
+    op_name: str
+    name: str
+    location: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class LevelReport:
+    """One annotated IR level: its tables, graph, coverage and op texts."""
+
+    annotated: AnnotatedLevel
+    by_op: HotspotTable
+    by_type: HotspotTable
+    by_scope: HotspotTable
+    graph: OpGraph | None
+    coverage: Coverage | None
+    unannotated: tuple[UnannotatedOp, ...]
+    ir_texts: dict[int, str]
+
+
+@dataclass(frozen=True)
+class ReportData:
+    """The whole report: run facts, per-level views and the event DAG if present."""
+
+    bundle: str
+    manifest: Manifest
+    levels: tuple[LevelReport, ...]
+    coverages: dict[str, Coverage]
+    dag: dict[str, Any] | None
+
+
+def _ir_texts(module: ir.Module, wanted: set[int]) -> dict[int, str]:
+    """IR text (with locations and the annotation) of the ops at the `wanted` walk indices."""
+    texts: dict[int, str] = {}
+    counter = -1
+
+    def visit(op: ir.Operation) -> ir.WalkResult:
+        nonlocal counter
+        if counter in wanted:
+            text = op.get_asm(enable_debug_info=True, large_elements_limit=16)
+            if op.regions:
+                # A function or loop prints its whole body; its header says what it is.
+                text = text.split("{", 1)[0].rstrip() + " { ... }"
+            texts[counter] = text if len(text) <= IR_TEXT_LIMIT else text[:IR_TEXT_LIMIT] + " ..."
+        counter += 1
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
+    return texts
+
+
+def _unannotated(level: AnnotatedLevel, coverage: Coverage | None) -> tuple[UnannotatedOp, ...]:
+    reasons: dict[tuple[str, str], str] = {}
+    if coverage is not None:
+        reasons = {(op.op_name, op.location): op.reason for op in coverage.unmatched_ops}
+    fallback = "no profiled event carries this op's name or source position"
+    return tuple(
+        UnannotatedOp(
+            op_index=op.index,
+            op_name=op.op_name,
+            name=op.runtime_name,
+            location=op.source or op.location,
+            reason=reasons.get((op.op_name, op.location))
+            or reasons.get((op.op_name, op.source))
+            or fallback,
+        )
+        for op in level.profiled.ops
+        if op.profile is None and not op.trivial
+    )
+
+
+def _level_report(
+    level: AnnotatedLevel, coverage: Coverage | None, graph_options: OpGraphOptions
+) -> LevelReport:
+    ops = level.profiled.ops
+    profiled_ns = level.profiled.profiled_ns
+    unannotated = _unannotated(level, coverage)
+    graph = build_op_graph(level.module, level.profiled, graph_options) if ops else None
+    wanted = [op.index for op in ops if op.profile is not None]
+    wanted += [op.op_index for op in unannotated]
+    if graph is not None:
+        wanted += [n.op_index for n in graph.nodes if n.op_index is not None]
+    return LevelReport(
+        annotated=level,
+        by_op=hotspots(ops, by="op", profiled_ns=profiled_ns),
+        by_type=hotspots(ops, by="type", profiled_ns=profiled_ns),
+        by_scope=hotspots(ops, by="scope", profiled_ns=profiled_ns),
+        graph=graph,
+        coverage=coverage,
+        unannotated=unannotated,
+        ir_texts=_ir_texts(level.module, set(dict.fromkeys(wanted[:IR_TEXT_OPS]))),
+    )
+
+
+def _load_dag(path: Path) -> dict[str, Any] | None:
+    if not path.is_file():
+        return None
+    try:
+        loaded = orjson.loads(path.read_bytes())
+    except orjson.JSONDecodeError as exc:
+        raise BundleError(f"{path}: not JSON ({exc})") from exc
+    return loaded if isinstance(loaded, dict) else None
+
+
+def build_report_data(
+    bundle: RunBundle, *, graph_options: OpGraphOptions | None = None
+) -> ReportData:
+    """Load every annotated level of `bundle` and compute what the report shows."""
+    graph_options = graph_options or OpGraphOptions()
+    manifest = bundle.manifest()
+    levels = annotated_levels(bundle)
+    if not levels:
+        raise BundleError(
+            f"{bundle.root}: no annotated IR under annotated/; run `irprof annotate {bundle.root}`"
+        )
+    coverages = bundle_coverages(bundle)
+    reports = tuple(
+        _level_report(load_annotated_level(bundle, level), coverages.get(level), graph_options)
+        for level in levels
+    )
+    return ReportData(
+        bundle=str(bundle.root),
+        manifest=manifest,
+        levels=reports,
+        coverages=coverages,
+        dag=_load_dag(bundle.dag_path),
+    )

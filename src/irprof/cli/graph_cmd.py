@@ -1,0 +1,56 @@
+"""`irprof graph ANNOTATED.mlir -o graph.svg|.dot|.graphml|.html`: the heat-coloured op graph."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from irprof.analyses.op_graph import OpGraphOptions, build_op_graph
+from irprof.analyses.profiled_ops import load_profiled_module
+from irprof.errors import UsageError
+from irprof.fileio import write_bytes_atomic
+from irprof.renderers.base import op_graph_renderer_for
+
+
+def graph(
+    mlir: Annotated[Path, typer.Argument(metavar="ANNOTATED.mlir", help="Annotated MLIR file.")],
+    output: Annotated[Path, typer.Option("-o", "--output", help="graph.svg|.dot|.graphml|.html")],
+    function: Annotated[str | None, typer.Option("--function", help="Function to draw.")] = None,
+    expand: Annotated[
+        list[str] | None, typer.Option("--expand", help="Scope to draw op by op (repeatable).")
+    ] = None,
+    max_nodes: Annotated[
+        int, typer.Option("--max-nodes", help="Collapse scopes above this size.")
+    ] = 300,
+    group: Annotated[
+        str, typer.Option("--group", help="Scope grouping: auto | always | never.")
+    ] = "auto",
+) -> None:
+    """Draw the data-flow graph of one function, coloured by each op's share of time."""
+    if group not in ("auto", "always", "never"):
+        raise UsageError(f"--group {group!r}: expected auto|always|never")
+    if not mlir.is_file():
+        raise UsageError(f"{mlir}: no such file")
+    renderer = op_graph_renderer_for(output)
+    module, profiled = load_profiled_module(mlir)
+    options = OpGraphOptions(
+        function=function,
+        expand=tuple(expand or ()),
+        grouping=group,  # type: ignore[arg-type]  # checked above
+        max_nodes=max_nodes,
+    )
+    op_graph = build_op_graph(module, profiled, options)
+    write_bytes_atomic(output, renderer.render(op_graph))
+    Console(highlight=False, stderr=True).print(
+        f"@{op_graph.function}: {op_graph.op_count} ops -> {len(op_graph.nodes)} nodes "
+        f"({len(op_graph.grouped_scopes)} collapsed scopes) -> {output}",
+        markup=False,
+    )
+
+
+def register(app: typer.Typer) -> None:
+    """Add the `graph` command."""
+    app.command("graph", no_args_is_help=True)(graph)

@@ -1,0 +1,285 @@
+// irprof report: builds the page from the inert JSON block with DOM calls and textContent only,
+// so names taken from traces and IR are always shown as text, never parsed as markup.
+"use strict";
+(function () {
+  var DATA = JSON.parse(document.getElementById("irprof-data").textContent);
+  var app = document.getElementById("app");
+  var state = { level: 0, tab: "summary" };
+
+  function el(tag, props, children) {
+    var node = document.createElement(tag);
+    props = props || {};
+    for (var key in props) {
+      if (key === "text") node.textContent = props[key];
+      else if (key === "cls") node.className = props[key];
+      else if (key === "onclick") node.addEventListener("click", props[key]);
+      else if (key === "oninput") node.addEventListener("input", props[key]);
+      else if (key === "onchange") node.addEventListener("change", props[key]);
+      else node.setAttribute(key, props[key]);
+    }
+    (children || []).forEach(function (child) {
+      if (child === null || child === undefined) return;
+      node.appendChild(typeof child === "string" ? document.createTextNode(child) : child);
+    });
+    return node;
+  }
+  function fmtNs(ns) {
+    if (ns === null || ns === undefined) return "-";
+    var a = Math.abs(ns);
+    if (a < 1e3) return ns + " ns";
+    var units = [[1e9, "s"], [1e6, "ms"], [1e3, "us"]];
+    for (var i = 0; i < units.length; i++) {
+      if (a >= units[i][0]) {
+        var v = ns / units[i][0];
+        return v.toFixed(Math.abs(v) >= 100 ? 0 : Math.abs(v) >= 10 ? 1 : 2) + " " + units[i][1];
+      }
+    }
+    return ns + " ns";
+  }
+  function fmtShare(s) { return s === null || s === undefined ? "-" : (s * 100).toFixed(1) + "%"; }
+  function level() { return DATA.levels[state.level]; }
+
+  // ---------- layout ----------
+  var manifest = DATA.manifest;
+  var header = el("header", {}, [
+    el("h1", { text: "irprof · " + manifest.model }),
+    el("span", { cls: "sub", text: manifest.framework + " · " + manifest.device + " · " + manifest.steps + " steps · " + manifest.created }),
+  ]);
+  if (DATA.levels.length > 1) {
+    var select = el("select", { id: "level-select", onchange: function (ev) { state.level = Number(ev.target.value); render(); } },
+      DATA.levels.map(function (lv, i) { return el("option", { value: String(i), text: "level " + lv.level }); }));
+    header.appendChild(el("label", {}, ["IR level ", select]));
+  }
+  var tabs = [["summary", "Summary"], ["hotspots", "Hotspots"], ["rollups", "Rollups"], ["graph", "Op graph"], ["dag", "Event DAG"], ["gaps", "Coverage gaps"]];
+  var nav = el("nav", {}, tabs.map(function (t) {
+    return el("button", { "data-tab": t[0], text: t[1], onclick: function () { state.tab = t[0]; render(); } });
+  }));
+  var main = el("main", {});
+  app.textContent = "";
+  app.appendChild(header); app.appendChild(nav); app.appendChild(main);
+
+  // ---------- pieces ----------
+  function card(k, v) { return el("div", { cls: "card" }, [el("div", { cls: "k", text: k }), el("div", { cls: "v", text: v })]); }
+  function kv(pairs) {
+    var box = el("div", { cls: "kv" });
+    pairs.forEach(function (p) { box.appendChild(el("div", { text: p[0] })); box.appendChild(el("div", { cls: "mono", text: p[1] })); });
+    return box;
+  }
+
+  // A sortable, filterable table. columns: {key, title, num, fmt(row), sortKey(row)}.
+  function dataTable(columns, rows, options) {
+    options = options || {};
+    var sortCol = options.sortKey || null, dir = "desc";
+    var filterText = "";
+    var tbody = el("tbody");
+    var heads = columns.map(function (c) {
+      return el("th", { cls: c.num ? "num" : "", text: c.title, onclick: function () {
+        dir = sortCol === c.key && dir === "desc" ? "asc" : "desc"; sortCol = c.key; fill();
+      } });
+    });
+    function value(c, row) { return c.sortKey ? c.sortKey(row) : row[c.key]; }
+    function fill() {
+      heads.forEach(function (h, i) { h.removeAttribute("data-dir"); if (columns[i].key === sortCol) h.setAttribute("data-dir", dir); });
+      var shown = rows.filter(function (row) {
+        if (!filterText) return true;
+        return columns.some(function (c) { return String(c.fmt ? c.fmt(row) : row[c.key]).toLowerCase().indexOf(filterText) >= 0; });
+      });
+      if (sortCol) {
+        var col = columns.filter(function (c) { return c.key === sortCol; })[0];
+        shown.sort(function (a, b) {
+          var x = value(col, a), y = value(col, b);
+          var r = x < y ? -1 : x > y ? 1 : 0;
+          return dir === "asc" ? r : -r;
+        });
+      }
+      tbody.textContent = "";
+      shown.forEach(function (row) {
+        var tr = el("tr", { cls: options.onRow ? "clickable" : "" }, columns.map(function (c) {
+          var cell = el("td", { cls: (c.num ? "num " : "") + (c.cls || "") });
+          var content = c.render ? c.render(row) : (c.fmt ? c.fmt(row) : row[c.key]);
+          if (content instanceof Node) cell.appendChild(content); else cell.textContent = String(content);
+          return cell;
+        }));
+        if (options.onRow) tr.addEventListener("click", function () {
+          var prev = tbody.querySelector("tr.selected"); if (prev) prev.classList.remove("selected");
+          tr.classList.add("selected"); options.onRow(row);
+        });
+        tbody.appendChild(tr);
+      });
+      if (options.counter) options.counter.textContent = shown.length + " of " + rows.length + " rows";
+    }
+    var table = el("table", {}, [el("thead", {}, [el("tr", {}, heads)]), tbody]);
+    table.setFilter = function (text) { filterText = text.trim().toLowerCase(); fill(); };
+    fill();
+    return table;
+  }
+
+  function opDetails(box, opIndex, extra) {
+    box.textContent = "";
+    var op = level().ops[String(opIndex)];
+    if (!op) { box.appendChild(el("p", { cls: "muted", text: "no IR text kept for this op" })); return; }
+    box.appendChild(el("h3", { text: (op.name || op.op_name) }));
+    var pairs = [["op", op.op_name], ["function", "@" + op.function], ["scope", op.scope || "-"], ["source", op.source || "-"], ["location", op.location]];
+    if (op.profile) {
+      var p = op.profile;
+      pairs = pairs.concat([["total", fmtNs(p.total_ns)], ["share", fmtShare(p.fraction)], ["count", String(p.count)], ["mean / min / max", fmtNs(p.mean_ns) + " / " + fmtNs(p.min_ns) + " / " + fmtNs(p.max_ns)], ["kernels", p.kernels.join("\n") || "-"], ["fused with", p.fused_with.join("\n") || "-"], ["source of data", p.source || "-"]]);
+    } else {
+      pairs.push(["profile", "none"]);
+    }
+    (extra || []).forEach(function (e) { pairs.push(e); });
+    box.appendChild(kv(pairs));
+    box.appendChild(el("pre", { cls: "ir-text", text: op.ir || "(IR text not embedded)" }));
+  }
+
+  function hotspotColumns(by) {
+    var lv = level();
+    var maxShare = Math.max.apply(null, [1e-12].concat(lv["by_" + by].rows.map(function (r) { return r.share; })));
+    var cols = [
+      { key: "key", title: by === "op" ? "op (runtime name)" : by === "type" ? "op kind" : "name scope", cls: "mono" },
+    ];
+    if (by !== "type") cols.push({ key: "op_name", title: "kind", cls: "mono" });
+    cols = cols.concat([
+      { key: "total_ns", title: "time", num: true, fmt: function (r) { return fmtNs(r.total_ns); }, sortKey: function (r) { return r.total_ns; },
+        render: function (r) { return el("span", {}, [el("span", { cls: "bar", style: "width:" + Math.round(60 * r.share / maxShare) + "px" }), fmtNs(r.total_ns)]); } },
+      { key: "share", title: "share", num: true, fmt: function (r) { return fmtShare(r.share); } },
+      { key: "count", title: "count", num: true },
+      { key: "mean_ns", title: "mean", num: true, fmt: function (r) { return fmtNs(r.mean_ns); }, sortKey: function (r) { return r.mean_ns; } },
+    ]);
+    if (by !== "op") cols.push({ key: "ops", title: "ops", num: true });
+    if (by === "op") {
+      cols.push({ key: "kernels", title: "kernels", cls: "mono", fmt: function (r) { return r.kernels.join(", "); }, sortKey: function (r) { return r.kernels.join(","); } });
+      cols.push({ key: "fused_with", title: "fused with", cls: "mono", fmt: function (r) { return r.fused_with.join(", "); }, sortKey: function (r) { return r.fused_with.join(","); } });
+    }
+    cols.push({ key: "location", title: "location", cls: "loc" });
+    return cols;
+  }
+
+  // ---------- tabs ----------
+  function summaryTab() {
+    var lv = level();
+    var cov = lv.coverage;
+    var versions = Object.keys(manifest.versions).map(function (k) { return k + " " + manifest.versions[k]; }).join(", ");
+    var cards = el("div", { cls: "cards" }, [
+      card("model", manifest.model), card("framework", manifest.framework), card("versions", versions || "-"),
+      card("steps", String(manifest.steps)), card("device", manifest.device),
+      card("profiled op time", fmtNs(lv.profiled_ns)),
+      card("time coverage", cov ? fmtShare(cov.time_coverage) : "-"),
+      card("ops annotated", lv.ops_annotated + " of " + lv.ops_total),
+      card("non-trivial coverage", cov ? fmtShare(cov.nontrivial_coverage) + " (" + cov.ops_nontrivial_annotated + "/" + cov.ops_nontrivial + ")" : "-"),
+    ]);
+    var rows = DATA.levels.map(function (l) {
+      var c = l.coverage || {};
+      return { level: l.level, profiled: l.profiled_ns, attributed: c.attributed_ns, time: c.time_coverage, ops: l.ops_annotated + "/" + l.ops_total, nontrivial: c.nontrivial_coverage };
+    });
+    var levels = dataTable([
+      { key: "level", title: "IR level" },
+      { key: "profiled", title: "profiled", num: true, fmt: function (r) { return fmtNs(r.profiled); } },
+      { key: "attributed", title: "attributed", num: true, fmt: function (r) { return fmtNs(r.attributed); } },
+      { key: "time", title: "time coverage", num: true, fmt: function (r) { return fmtShare(r.time); } },
+      { key: "ops", title: "ops annotated" },
+      { key: "nontrivial", title: "non-trivial coverage", num: true, fmt: function (r) { return fmtShare(r.nontrivial); } },
+    ], rows);
+    var top = lv.by_op.rows.slice(0, 5).map(function (r) { return r.key + " — " + fmtNs(r.total_ns) + " (" + fmtShare(r.share) + ")"; });
+    return [cards, el("h2", { text: "Levels" }), levels, el("h2", { text: "Hottest ops" }), el("ol", {}, top.map(function (t) { return el("li", { cls: "mono", text: t }); }))];
+  }
+
+  function hotspotsTab() {
+    var lv = level();
+    var details = el("div", { cls: "details", id: "op-details" }, [el("p", { cls: "muted", text: "Click a row to see the op's IR with its annotation." })]);
+    var counter = el("span", { cls: "muted" });
+    var table = dataTable(hotspotColumns("op"), lv.by_op.rows, { sortKey: "total_ns", counter: counter, onRow: function (r) { opDetails(details, r.op_index); } });
+    table.id = "hotspot-table";
+    var filter = el("input", { type: "search", id: "hotspot-filter", placeholder: "filter ops, kinds, kernels, locations", oninput: function (ev) { table.setFilter(ev.target.value); } });
+    var note = lv.by_op.rows_total > lv.by_op.rows.length ? " (top " + lv.by_op.rows.length + " of " + lv.by_op.rows_total + " embedded)" : "";
+    return [el("div", { cls: "toolbar" }, [filter, counter, el("span", { cls: "muted", text: fmtNs(lv.by_op.total_ns) + " attributed" + note })]), table, details];
+  }
+
+  function rollupsTab() {
+    var lv = level();
+    var byType = dataTable(hotspotColumns("type"), lv.by_type.rows, { sortKey: "total_ns" });
+    var byScope = dataTable(hotspotColumns("scope"), lv.by_scope.rows, { sortKey: "total_ns" });
+    return [el("div", { cls: "split" }, [
+      el("div", {}, [el("h2", { text: "Time per op kind" }), byType]),
+      el("div", {}, [el("h2", { text: "Time per name scope" }), byScope]),
+    ])];
+  }
+
+  function graphTab() {
+    var lv = level();
+    if (!lv.graph) return [el("p", { cls: "muted", text: "no function to draw at this level" })];
+    var view = el("div", { cls: "graph-view", id: "graph-view" });
+    var details = el("div", { cls: "details", id: "node-details" }, [el("p", { cls: "muted", text: "Click a node. Drag to pan, wheel to zoom." })]);
+    var status = el("span", { cls: "muted", id: "graph-status" });
+    var graph = null;
+    var search = el("input", { type: "search", id: "graph-search", placeholder: "search ops, scopes, locations", oninput: function (ev) {
+      if (!graph) return;
+      var hits = graph.search(ev.target.value);
+      status.textContent = ev.target.value ? hits.length + " match" + (hits.length === 1 ? "" : "es") : "";
+    } });
+    var reset = el("button", { text: "reset view", onclick: function () { if (graph) graph.reset(); } });
+    var info = el("span", { cls: "muted", text: "@" + lv.graph.function + " · " + lv.graph.op_count + " ops · " + Object.keys(lv.graph.nodes).length + " nodes" });
+    setTimeout(function () {
+      graph = IrprofGraph.mount(view, lv.graph.svg, lv.graph.nodes, function (id) {
+        var node = lv.graph.nodes[id];
+        details.textContent = "";
+        if (node.op_index !== null && node.op_index !== undefined && lv.ops[String(node.op_index)]) {
+          opDetails(details, node.op_index, [["node time (with nested ops)", fmtNs(node.total_ns)]]);
+          return;
+        }
+        details.appendChild(el("h3", { text: node.title || node.label }));
+        details.appendChild(kv([["kind", node.kind], ["time", fmtNs(node.total_ns)], ["share", fmtShare(node.share)], ["ops", String(node.ops)], ["detail", node.detail || "-"]]));
+      });
+    }, 0);
+    return [el("div", { cls: "toolbar" }, [search, reset, status, info]), el("div", { cls: "graph-wrap" }, [view, details])];
+  }
+
+  function dagTab() {
+    var dag = DATA.dag;
+    if (!dag) return [el("p", { cls: "muted", text: "No event DAG in this bundle (RUN/dag.json); build one with `irprof dag RUN`." })];
+    var nodes = Array.isArray(dag.nodes) ? dag.nodes : [];
+    var edges = Array.isArray(dag.edges) ? dag.edges : [];
+    function dur(n) { return Number(n.dur_ns || n.duration_ns || n.dur || 0); }
+    var rows = nodes.map(function (n, i) { return { id: String(n.id !== undefined ? n.id : i), name: String(n.name || n.label || ""), kind: String(n.kind || ""), ts: Number(n.ts_ns || n.ts || 0), dur: dur(n) }; });
+    var out = [el("p", {}, [nodes.length + " events, " + edges.length + " edges" + (dag.mode ? " · mode " + dag.mode : "")])];
+    var counter = el("span", { cls: "muted" });
+    var table = dataTable([
+      { key: "id", title: "id", cls: "mono" }, { key: "name", title: "event", cls: "mono" }, { key: "kind", title: "kind" },
+      { key: "ts", title: "start", num: true, fmt: function (r) { return fmtNs(r.ts); }, sortKey: function (r) { return r.ts; } },
+      { key: "dur", title: "duration", num: true, fmt: function (r) { return fmtNs(r.dur); }, sortKey: function (r) { return r.dur; } },
+    ], rows.slice(0, 2000), { sortKey: "dur", counter: counter });
+    var filter = el("input", { type: "search", placeholder: "filter events", oninput: function (ev) { table.setFilter(ev.target.value); } });
+    return out.concat([el("div", { cls: "toolbar" }, [filter, counter]), table]);
+  }
+
+  function gapsTab() {
+    var lv = level();
+    var cov = lv.coverage;
+    var parts = [];
+    if (cov && cov.warnings && cov.warnings.length) parts.push(el("ul", {}, cov.warnings.map(function (w) { return el("li", { cls: "warn", text: w }); })));
+    parts.push(el("h2", { text: "Unattributed events" }));
+    var events = cov ? cov.unmatched_events : [];
+    parts.push(events.length ? dataTable([
+      { key: "name", title: "event", cls: "mono" },
+      { key: "total_ns", title: "time", num: true, fmt: function (r) { return fmtNs(r.total_ns); }, sortKey: function (r) { return r.total_ns; } },
+      { key: "count", title: "count", num: true }, { key: "reason", title: "reason" },
+    ], events, { sortKey: "total_ns" }) : el("p", { cls: "muted", text: cov ? "every profiled op event was attributed" : "no coverage.json for this level" }));
+    parts.push(el("h2", { text: "Unannotated non-trivial ops (" + lv.unannotated_total + ")" }));
+    var details = el("div", { cls: "details" }, [el("p", { cls: "muted", text: "Click a row to see the op's IR." })]);
+    parts.push(lv.unannotated.length ? dataTable([
+      { key: "op_name", title: "op", cls: "mono" }, { key: "name", title: "runtime name", cls: "mono" },
+      { key: "location", title: "location", cls: "loc" }, { key: "reason", title: "reason" },
+    ], lv.unannotated, { onRow: function (r) { opDetails(details, r.op_index); } }) : el("p", { cls: "muted", text: "every non-trivial op has a profile" }));
+    parts.push(details);
+    return parts;
+  }
+
+  var builders = { summary: summaryTab, hotspots: hotspotsTab, rollups: rollupsTab, graph: graphTab, dag: dagTab, gaps: gapsTab };
+  function render() {
+    Array.prototype.forEach.call(nav.children, function (b) { b.classList.toggle("active", b.getAttribute("data-tab") === state.tab); });
+    main.textContent = "";
+    var section = el("section", { id: "tab-" + state.tab });
+    builders[state.tab]().forEach(function (part) { section.appendChild(part); });
+    main.appendChild(section);
+  }
+  render();
+})();

@@ -1,0 +1,45 @@
+"""Self-contained HTML pages: inline assets, data embedded as inert JSON, nothing fetched."""
+
+from __future__ import annotations
+
+import html
+from importlib import resources
+from typing import Any
+
+import orjson
+
+
+def asset_text(name: str) -> str:
+    """The text of `renderers/assets/<name>` (shipped as package data)."""
+    return resources.files("irprof.renderers").joinpath("assets", name).read_text("utf-8")
+
+
+def json_for_script(data: Any) -> str:
+    """JSON safe inside `<script type="application/json">`: no `</script` or `<!--` can end it.
+
+    `<`, `>` and `&` only occur inside JSON strings, where `\\u003c`-style escapes mean the same.
+    """
+    text = orjson.dumps(data, option=orjson.OPT_NON_STR_KEYS).decode("utf-8")
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def page(*, title: str, data: Any, scripts: tuple[str, ...], styles: tuple[str, ...]) -> str:
+    """A complete HTML document; the data is read by the scripts with `JSON.parse`."""
+    style_text = "\n".join(asset_text(name) for name in styles)
+    script_text = "\n".join(asset_text(name) for name in scripts)
+    for text in (style_text, script_text):
+        if "</script" in text.lower() or "</style" in text.lower():
+            raise ValueError("an inline asset must not contain a closing script/style tag")
+    return (
+        "<!DOCTYPE html>\n"
+        '<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        # No network: the page may only use what it carries inline.
+        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
+        "script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:\">\n"
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        f"<title>{html.escape(title)}</title>\n"
+        f"<style>\n{style_text}\n</style>\n</head>\n<body>\n"
+        '<div id="app"><noscript>This report needs JavaScript.</noscript></div>\n'
+        f'<script type="application/json" id="irprof-data">{json_for_script(data)}</script>\n'
+        f"<script>\n{script_text}\n</script>\n</body>\n</html>\n"
+    )

@@ -1,0 +1,127 @@
+"""The static HTML report: one file, inline scripts and styles, data as inert JSON."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from irprof.analyses.hotspots import HotspotTable
+from irprof.analyses.profiled_ops import ProfiledOp
+from irprof.analyses.report_data import LevelReport, ReportData
+from irprof.coverage import Coverage
+from irprof.renderers.html_page import page
+from irprof.renderers.op_graph_html import graph_payload
+
+HOTSPOT_ROWS = 500  # rows per table embedded; the rest is summed in the caption
+UNANNOTATED_ROWS = 500
+
+
+def _table(table: HotspotTable, limit: int = HOTSPOT_ROWS) -> dict[str, Any]:
+    return {
+        "by": table.by,
+        "total_ns": table.total_ns,
+        "profiled_ns": table.profiled_ns,
+        "rows_total": len(table.rows),
+        "rows": [
+            {
+                "key": row.key,
+                "op_name": row.op_name,
+                "total_ns": row.total_ns,
+                "share": row.share,
+                "count": row.count,
+                "mean_ns": row.mean_ns,
+                "ops": row.ops,
+                "kernels": list(row.kernels),
+                "fused_with": list(row.fused_with),
+                "location": row.location,
+                "op_index": row.op_index,
+            }
+            for row in table.rows[:limit]
+        ],
+    }
+
+
+def _op(op: ProfiledOp, ir_text: str | None) -> dict[str, Any]:
+    return {
+        "index": op.index,
+        "op_name": op.op_name,
+        "function": op.function,
+        "name": op.runtime_name,
+        "scope": op.scope,
+        "source": op.source,
+        "location": op.location,
+        "profile": op.profile.to_json() if op.profile else None,
+        "ir": ir_text,
+    }
+
+
+def _coverage(coverage: Coverage | None) -> dict[str, Any] | None:
+    return None if coverage is None else coverage.to_json()
+
+
+def _level(report: LevelReport) -> dict[str, Any]:
+    profiled = report.annotated.profiled
+    shown = {row["op_index"] for row in _table(report.by_op)["rows"]}
+    shown |= set(report.ir_texts)
+    return {
+        "level": report.annotated.level,
+        "path": report.annotated.path.name,
+        "profiled_ns": profiled.profiled_ns,
+        "ops_total": len(profiled.ops),
+        "ops_annotated": len(profiled.annotated),
+        "summary": profiled.summary,
+        "by_op": _table(report.by_op),
+        "by_type": _table(report.by_type),
+        "by_scope": _table(report.by_scope),
+        "ops": {
+            str(op.index): _op(op, report.ir_texts.get(op.index))
+            for op in profiled.ops
+            if op.index in shown
+        },
+        "graph": graph_payload(report.graph) if report.graph is not None else None,
+        "coverage": _coverage(report.coverage),
+        "unannotated": [
+            {
+                "op_index": op.op_index,
+                "op_name": op.op_name,
+                "name": op.name,
+                "location": op.location,
+                "reason": op.reason,
+            }
+            for op in report.unannotated[:UNANNOTATED_ROWS]
+        ],
+        "unannotated_total": len(report.unannotated),
+    }
+
+
+def report_payload(data: ReportData) -> dict[str, Any]:
+    """The JSON the report's script reads."""
+    manifest = data.manifest
+    return {
+        "bundle": data.bundle,
+        "manifest": manifest.to_json(),
+        "levels": [_level(level) for level in data.levels],
+        "dag": data.dag,
+    }
+
+
+@dataclass(frozen=True)
+class ReportRenderer:
+    """`report.html`."""
+
+    name: str = "report-html"
+    extension: str = ".html"
+
+    def render(self, data: ReportData) -> bytes:
+        """The self-contained page."""
+        title = f"irprof report · {data.manifest.model} ({data.manifest.framework})"
+        html_text = page(
+            title=title,
+            data=report_payload(data),
+            scripts=("graph_view.js", "report.js"),
+            styles=("report.css",),
+        )
+        return html_text.encode("utf-8")
+
+
+RENDERER = ReportRenderer()
