@@ -85,13 +85,17 @@ def hotspots(
     limit: int | None = None,
     profiled_ns: int | None = None,
 ) -> HotspotTable:
-    """Annotated ops (or their rollup by kind or scope) ranked by attributed time."""
+    """Annotated ops (or their rollup by kind or scope) ranked by attributed time.
+
+    Inclusive call ops are left out: the ops of their callee carry the same time, and counting
+    both would attribute more time than was profiled.
+    """
     if by not in _KEYS:
         raise UsageError(f"cannot group hotspots by {by!r}; choose one of {', '.join(GROUP_BYS)}")
     key_of = _KEYS[by]
     groups: dict[str, list[ProfiledOp]] = {}
     for op in ops:
-        if op.profile is not None:
+        if op.profile is not None and not op.inclusive:
             groups.setdefault(key_of(op), []).append(op)
     rows = [_merge(key, members, single=by == "op") for key, members in groups.items()]
     if by == "op":

@@ -84,13 +84,32 @@ class OpGraph:
 
 @dataclass
 class _TopOp:
-    """One direct child of the function body, with the time of its whole subtree."""
+    """One direct child of the function body and the time measured in its subtree.
+
+    Its own profile wins (a call's inclusive time, a loop measured as a whole); otherwise the
+    profiles of the ops nested in its regions add up.
+    """
 
     record: ProfiledOp
-    total_ns: int = 0
-    share: float = 0.0
-    measured: bool = False
+    nested_ns: int = 0
+    nested_share: float = 0.0
+    nested_measured: bool = False
     is_terminator: bool = False
+
+    @property
+    def measured(self) -> bool:
+        """Whether any measurement reached this node."""
+        return self.record.profile is not None or self.nested_measured
+
+    @property
+    def total_ns(self) -> int:
+        """The node's time."""
+        return self.record.total_ns if self.record.profile is not None else self.nested_ns
+
+    @property
+    def share(self) -> float:
+        """The node's share of profiled time."""
+        return self.record.share if self.record.profile is not None else self.nested_share
 
 
 def _function_ops(module: ir.Module) -> dict[str, ir.Operation]:
@@ -151,11 +170,11 @@ def build_op_graph(
         else:
             top = top_of[parent_key]
         top_of[hash(op)] = top
-        if record.profile is not None:
+        if record.profile is not None and parent_key != func_key:
             entry = tops[top]
-            entry.total_ns += record.profile.total_ns
-            entry.share += record.profile.fraction
-            entry.measured = True
+            entry.nested_ns += record.profile.total_ns
+            entry.nested_share += record.profile.fraction
+            entry.nested_measured = True
         for operand in op.operands:
             source = _source_node(operand, func_key, top_of)
             if source is not None:

@@ -7,7 +7,7 @@ bindings again, so views of a 100k-op module stay cheap.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +39,14 @@ class ProfiledOp:
     location: str  # the whole location, compact
     profile: ProfileData | None
     trivial: bool  # constants, identities, terminators: excluded from coverage by design
+    callee: str = ""  # symbol a call op calls ("" for other ops)
+
+    @property
+    def inclusive(self) -> bool:
+        """A call whose profile repeats its callee's ops' time (left out of sums)."""
+        if self.profile is None:
+            return False
+        return bool(self.callee) or self.profile.source.endswith(":inclusive")
 
     @property
     def total_ns(self) -> int:
@@ -84,7 +92,7 @@ class ProfiledModule:
         value = self.summary.get("profiled_ns")
         if isinstance(value, int) and value > 0:
             return value
-        return sum(op.total_ns for op in self.ops)
+        return sum(op.total_ns for op in self.ops if not op.inclusive)
 
     @property
     def functions(self) -> tuple[str, ...]:
@@ -158,9 +166,36 @@ def profiled_ops_of(module: ir.Module, *, path: str = "<module>") -> ProfiledMod
                 location=render(info.loc),
                 profile=get_profile(op),
                 trivial=is_trivial_op(info.op_name) or info.op_name in CONTAINER_OPS,
+                callee=_callee(op),
             )
         )
-    return ProfiledModule(path=path, ops=tuple(records), summary=get_summary(module) or {})
+    return ProfiledModule(
+        path=path, ops=_inherit_call_scopes(records), summary=get_summary(module) or {}
+    )
+
+
+def _callee(op: ir.Operation) -> str:
+    if "callee" not in op.attributes:
+        return ""
+    attr = op.attributes["callee"]
+    if isinstance(attr, ir.FlatSymbolRefAttr):
+        return str(attr.value)
+    return str(attr).lstrip("@")
+
+
+def _inherit_call_scopes(records: list[ProfiledOp]) -> tuple[ProfiledOp, ...]:
+    """Ops of a private function named only by their primitive (JAX `loc("max")`) take the
+    scope of the call that reaches them: the name the user wrote is the caller's."""
+    caller_name: dict[str, str] = {}
+    for op in records:
+        if op.callee and op.runtime_name and op.callee not in caller_name:
+            caller_name[op.callee] = name_scope(op.runtime_name + "/x")
+    return tuple(
+        replace(op, scope=caller_name[op.function])
+        if op.function in caller_name and not op.scope and not op.callee
+        else op
+        for op in records
+    )
 
 
 def load_profiled_module(path: str | Path) -> tuple[ir.Module, ProfiledModule]:
