@@ -87,7 +87,8 @@ class HloModuleInfo:
     computations: Mapping[str, tuple[str, ...]]
 
     def kernel_members(self, instruction: str) -> tuple[HloInstructionInfo, ...]:
-        """The instruction and, for a fusion or call, every instruction its computations run.
+        """The instructions a thunk of `instruction` runs: itself, or for a fusion or call every
+        instruction of its computations (the fusion itself only when none of them has metadata).
 
         Reducer computations (`to_apply` of a reduce inside a fusion) are included: their
         scalar ops run inside the same kernel and carry the reduce's op name.
@@ -95,8 +96,10 @@ class HloModuleInfo:
         root = self.instructions.get(instruction)
         if root is None:
             return ()
-        members: list[HloInstructionInfo] = [root]
-        pending = list(root.called) if root.opcode in FUSING_OPCODES else []
+        if root.opcode not in FUSING_OPCODES:
+            return (root,)
+        members: list[HloInstructionInfo] = []
+        pending = list(root.called)
         seen: set[str] = set()
         while pending:
             computation = pending.pop()
@@ -107,6 +110,8 @@ class HloModuleInfo:
                 member = self.instructions[name]
                 members.append(member)
                 pending.extend(member.called)
+        if not any(member.op_name for member in members):
+            members.insert(0, root)
         return tuple(members)
 
 

@@ -99,6 +99,7 @@ class IrOpIndex:
         self._identity_cache: dict[int, tuple[_Identity, ...]] = {}
         self._exact: dict[tuple[str, tuple[str, ...]], list[IrTarget]] = defaultdict(list)
         self._loose: dict[tuple[str, str], list[IrTarget]] = defaultdict(list)
+        self._own: dict[tuple[str, str], list[IrTarget]] = defaultdict(list)
         self.files: set[str] = set()
         for position, info in enumerate(self.infos):
             if info.op_name in ("func.func", "builtin.module"):
@@ -108,6 +109,8 @@ class IrOpIndex:
                 self._exact[(identity.name, identity.chain)].append(target)
                 if identity.chain:
                     self._loose[(identity.name, identity.chain[0])].append(target)
+            if info.keys.name is not None and info.keys.source is not None:
+                self._own[(info.keys.name, info.keys.source)].append(IrTarget(position, ()))
             self.files.update(p.rsplit(":", 2)[0] for p in info.keys.chain)
         self._file_map: dict[str, str] = {}
 
@@ -161,16 +164,20 @@ class IrOpIndex:
         return tuple(out)
 
     def lookup(self, op_name: str, chain: Sequence[str]) -> list[IrTarget]:
-        """IR ops an HLO instruction with this metadata came from (exact chain, else innermost)."""
+        """IR ops an HLO instruction with this metadata came from: exact (name, chain), else
+        (name, innermost position), else the op's own location name at that position (XLA
+        keeps the bare primitive name on the scalar ops of a reducer shared by call sites)."""
         if not op_name:
             return []
         canonical = self.canonical_chain(chain)
         exact = self._exact.get((op_name, canonical))
         if exact:
             return exact
-        if canonical:
-            return self._loose.get((op_name, canonical[0]), [])
-        return []
+        if not canonical:
+            return []
+        return self._loose.get((op_name, canonical[0])) or self._own.get(
+            (op_name, canonical[0]), []
+        )
 
     def refine(self, opcode: str, targets: list[IrTarget]) -> list[IrTarget]:
         """The targets whose IR op `opcode` translates directly; all targets when none does."""

@@ -23,7 +23,10 @@ from __future__ import annotations
 
 import dataclasses
 from collections import defaultdict
+from collections.abc import Sequence
 from pathlib import Path
+
+from iree.compiler import ir
 
 from irprof.bundle import Manifest, RunBundle
 from irprof.correlate.base import CorrelationOptions, CorrelationResult
@@ -218,44 +221,69 @@ class JaxCorrelator:
         if not ir_path.is_file():
             raise BundleError(f"{ir_path}: missing; the bundle has no StableHLO")
         module = load_module(ir_path, make_context())
-        index = IrOpIndex(derive_op_infos(module))
-        events, other_modules = thunk_events(trace, module_name)
-        if other_modules:
-            warnings.append(f"thunks of other XLA modules ignored: {', '.join(other_modules)}")
-        profiled_ns = sum(e.dur_ns for e in events)
-        attribution = attribute(events, program, index, rule)
-        entries, annotated = _entries(index, attribution, trace, profiled_ns, module_name)
-        reasons = _unmatched_reasons(index, program, annotated)
-        coverage = coverage_for(
-            [(info.op, info.key) for info in index.infos],
-            annotated,
-            level=level,
-            profiled_ns=profiled_ns,
-            attributed_ns=attribution.attributed_ns,
-            unmatched_events=[
-                UnmatchedEvent(name, int(ns), int(count), str(why))
-                for name, (ns, count, why) in attribution.unattributed.items()
-            ],
-            reasons=reasons,
+        return correlate_program(
+            module,
+            trace,
+            program,
+            module_name,
+            rule=rule,
+            steps=manifest.steps,
+            source_trace=str(trace_path.relative_to(bundle.root)),
             warnings=warnings,
         )
-        coverage = _with_removed_counts(coverage, reasons)
-        opprofile = OpProfile(
-            level=level,
-            framework="jax",
-            entries=tuple(entries),
-            totals={
-                "profiled_ns": profiled_ns,
-                "attributed_ns": attribution.attributed_ns,
-                "steps": manifest.steps,
-                "thunk_events": len(events),
-                "hlo_module": module_name,
-                "program_id": program.program_id,
-                "fused_time_rule": rule,
-            },
-            source_trace=str(trace_path.relative_to(bundle.root)),
-        )
-        return CorrelationResult(opprofile, coverage)
+
+
+def correlate_program(
+    module: ir.Module,
+    trace: Trace,
+    program: HloModuleInfo,
+    module_name: str,
+    *,
+    rule: str = "flops",
+    steps: int = 0,
+    source_trace: str = "",
+    warnings: Sequence[str] = (),
+) -> CorrelationResult:
+    """Join the thunk events of `module_name` in `trace` to the ops of a StableHLO `module`."""
+    index = IrOpIndex(derive_op_infos(module))
+    notes = list(warnings)
+    events, other_modules = thunk_events(trace, module_name)
+    if other_modules:
+        notes.append(f"thunks of other XLA modules ignored: {', '.join(other_modules)}")
+    profiled_ns = sum(e.dur_ns for e in events)
+    attribution = attribute(events, program, index, rule)
+    entries, annotated = _entries(index, attribution, trace, profiled_ns, module_name)
+    reasons = _unmatched_reasons(index, program, annotated)
+    coverage = coverage_for(
+        [(info.op, info.key) for info in index.infos],
+        annotated,
+        level=LEVEL,
+        profiled_ns=profiled_ns,
+        attributed_ns=attribution.attributed_ns,
+        unmatched_events=[
+            UnmatchedEvent(name, int(ns), int(count), str(why))
+            for name, (ns, count, why) in attribution.unattributed.items()
+        ],
+        reasons=reasons,
+        warnings=notes,
+    )
+    opprofile = OpProfile(
+        level=LEVEL,
+        framework="jax",
+        entries=tuple(entries),
+        totals={
+            "profiled_ns": profiled_ns,
+            "attributed_ns": attribution.attributed_ns,
+            "steps": steps,
+            "thunk_events": len(events),
+            "async_thunk_events": sum(1 for e in events if e.async_end_row is not None),
+            "hlo_module": module_name,
+            "program_id": program.program_id,
+            "fused_time_rule": rule,
+        },
+        source_trace=source_trace,
+    )
+    return CorrelationResult(opprofile, _with_removed_counts(coverage, reasons))
 
 
 def _with_removed_counts(coverage: Coverage, reasons: dict[int, str]) -> Coverage:

@@ -26,6 +26,7 @@ ops of that type in IR order within each profiled step, and the coverage carries
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections import defaultdict
 from collections.abc import Callable, Sequence
@@ -37,7 +38,7 @@ from iree.compiler import ir
 
 from irprof.bundle import RunBundle
 from irprof.correlate.base import CorrelationOptions, CorrelationResult
-from irprof.coverage import Coverage, UnmatchedEvent
+from irprof.coverage import Coverage, UnmatchedEvent, is_trivial_op
 from irprof.errors import BundleError, CorrelationError
 from irprof.mlir.context import make_context
 from irprof.mlir.coverage_ops import coverage_for
@@ -53,6 +54,7 @@ EAGER_PREFIX = "EagerLocalExecute: "
 CALL_OPS = frozenset({"tf.StatefulPartitionedCall", "tf.PartitionedCall", "tf.LegacyCall"})
 KERNEL_PREFIXES = ("_MklNative", "_Mkl", "_")  # longest first
 MAX_CHAIN = 6
+NEVER_RAN = "not in the runtime graph: grappler folded or pruned it, it never ran"
 PLUMBING_KERNELS = {
     "_Arg": "function argument copy-in (a block argument in the IR, not an op)",
     "_Retval": "function result copy-out (the IR return op has no named location)",
@@ -105,8 +107,9 @@ class ModuleView:
                 view.callee_of[position] = ir.FlatSymbolRefAttr(attributes["f"]).value
             for name in info.keys.names:
                 view.by_name[name].append(position)
-                node, function = split_function_suffix(name)
-                view.by_function_node[(function or current, node)].append(position)
+                # The `@function` suffix holds the FunctionDef's name, which the importer may
+                # have uniquified as a symbol (`hidden_98` -> `hidden_980`): key on the symbol.
+                view.by_function_node[(current, split_function_suffix(name)[0])].append(position)
         return view
 
     def entry_name(self) -> str:
@@ -402,19 +405,27 @@ class TfCorrelator:
         runtime = _runtime_nodes(bundle)
         op_reasons: dict[int, str] = {}
         for position, info in enumerate(view.infos):
-            if position in attribution.durations or runtime is None:
+            if position in attribution.durations:
                 continue
             node = split_function_suffix(info.keys.name or "")[0]
+            if position in view.callee_of:
+                op_reasons[position] = (
+                    f"call inlined by the runtime: the ops of @{view.callee_of[position]} "
+                    "received its events as `<call>/<node>`"
+                )
+                continue
+            if runtime is None:
+                continue
             op_reasons[position] = (
                 "in the runtime graph after grappler, yet no event in the profiled steps"
                 if node in runtime
-                else "not in the runtime graph: grappler folded or pruned it, it never ran"
+                else NEVER_RAN
             )
         events = [
             UnmatchedEvent(name, sum(durs), len(durs), reasons[name])
             for name, durs in unmatched.items()
         ]
-        return coverage_for(
+        coverage = coverage_for(
             [(info.op, info.key) for info in view.infos],
             attribution.durations.keys(),
             level=level,
@@ -423,6 +434,22 @@ class TfCorrelator:
             unmatched_events=events,
             reasons=op_reasons,
             warnings=warnings,
+        )
+        never_ran = sum(
+            1
+            for position, reason in op_reasons.items()
+            if reason.startswith(NEVER_RAN) and not is_trivial_op(view.infos[position].op_name)
+        )
+        executed = coverage.ops_nontrivial - never_ran
+        # Ops grappler removed do no work; this figure says how well the ops that ran matched.
+        return dataclasses.replace(
+            coverage,
+            extra={
+                "ops_nontrivial_never_ran": never_ran,
+                "nontrivial_coverage_of_executed": (
+                    coverage.ops_nontrivial_annotated / executed if executed > 0 else 0.0
+                ),
+            },
         )
 
 

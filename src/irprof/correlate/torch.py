@@ -18,6 +18,7 @@ level's profile is re-attached to the lowered ops through those stamps (`irprof-
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -30,7 +31,7 @@ import orjson
 from irprof.bundle import RunBundle
 from irprof.capture.torch_locations import FxNodeName, aten_event_name
 from irprof.correlate.base import CorrelationOptions, CorrelationResult
-from irprof.coverage import Coverage, UnmatchedEvent, is_trivial_op
+from irprof.coverage import UnmatchedEvent, is_trivial_op
 from irprof.errors import BundleError, CorrelationError
 from irprof.mlir.annotation import has_profile
 from irprof.mlir.context import make_context
@@ -322,24 +323,27 @@ def _op_reasons(
 
 
 def correlate_linalg_level(bundle: RunBundle, upper: OpProfile) -> CorrelationResult:
-    """The linalg level: the torch level's profile re-attached through origin stamps."""
+    """The linalg level: the torch level's profile re-attached through origin stamps.
+
+    The bodies of named linalg ops (`linalg.matmul`'s mulf/addf) are not in the printed IR: the
+    parser rebuilds them without locations. They are left out of the op counts (and counted in
+    `extra["implicit_body_ops"]`) since no profile could name them and no reader sees them.
+    """
     module = load_module(bundle.ir_path("linalg"), make_context())
     lower = reattach(module, upper, level="linalg")
-    infos = derive_op_infos(module)
-    annotated = [p for p, info in enumerate(infos) if has_profile(info.op)]
+    all_infos = derive_op_infos(module)
+    infos = [info for info in all_infos if not _is_implicit_body(info)]
+    annotated = {p for p, info in enumerate(infos) if has_profile(info.op)}
     reached = {o for info in infos for o in info.keys.origins}
     attributed_ns = sum(e.data.total_ns for e in upper.entries if e.key.origin in reached)
-    profiled_ns = int(upper.totals.get("profiled_ns", 0))
-    reasons = {}
-    for position, info in enumerate(infos):
-        parent = info.op.parent
-        if not info.keys.origins and parent is not None and parent.name.startswith("linalg."):
-            # Named linalg ops print without their region; parsing rebuilds it location-less.
-            reasons[position] = f"implicit body of {parent.name} (rebuilt on parse, no location)"
-        elif not info.keys.origins:
-            reasons[position] = "no irprof.origin stamp in the location (created by lowering)"
-        else:
-            reasons[position] = f"origin {info.keys.origins[0]} received no time at torch level"
+    reasons = {
+        position: (
+            f"origin {info.keys.origins[0]} received no time at torch level"
+            if info.keys.origins
+            else "no irprof.origin stamp in the location (created by lowering)"
+        )
+        for position, info in enumerate(infos)
+    }
     located = [
         p
         for p, info in enumerate(infos)
@@ -349,22 +353,28 @@ def correlate_linalg_level(bundle: RunBundle, upper: OpProfile) -> CorrelationRe
         [(info.op, info.key) for info in infos],
         annotated,
         level="linalg",
-        profiled_ns=profiled_ns,
+        profiled_ns=int(upper.totals.get("profiled_ns", 0)),
         attributed_ns=attributed_ns,
         reasons=reasons,
     )
-    located_annotated = sum(1 for p in located if p in set(annotated))
-    coverage = Coverage(
-        **{
-            **coverage.__dict__,
-            "extra": {
-                "nonbody_located_ops": len(located),
-                "nonbody_located_annotated": located_annotated,
-                "reattached_from": "torch",
-            },
-        }
+    extra = {
+        "nonbody_located_ops": len(located),
+        "nonbody_located_annotated": sum(1 for p in located if p in annotated),
+        "implicit_body_ops": len(all_infos) - len(infos),
+        "reattached_from": "torch",
+    }
+    return CorrelationResult(lower, dataclasses.replace(coverage, extra=extra))
+
+
+def _is_implicit_body(info: OpInfo) -> bool:
+    """An op of a named linalg op's region that the printed IR does not show (no location)."""
+    parent = info.op.parent
+    return (
+        parent is not None
+        and parent.name.startswith("linalg.")
+        and parent.name != "linalg.generic"
+        and not _has_location(info)
     )
-    return CorrelationResult(lower, coverage)
 
 
 def _is_top_level(info: OpInfo) -> bool:
