@@ -19,7 +19,9 @@ from irprof.analyses.hotspots import HotspotTable, hotspots
 from irprof.analyses.op_graph import OpGraph, OpGraphOptions, build_op_graph
 from irprof.bundle import Manifest, RunBundle
 from irprof.coverage import Coverage
-from irprof.errors import BundleError
+from irprof.dag import EventDag, build_event_dag
+from irprof.errors import BundleError, IrprofError
+from irprof.readers import read_trace
 
 IR_TEXT_LIMIT = 4000  # characters of one op's IR shown in the report
 IR_TEXT_OPS = 3000  # ops whose IR text is embedded (annotated first, then unannotated)
@@ -58,7 +60,9 @@ class ReportData:
     manifest: Manifest
     levels: tuple[LevelReport, ...]
     coverages: dict[str, Coverage]
-    dag: dict[str, Any] | None
+    dag: dict[str, Any] | None  # RUN/dag.json as written by `irprof dag`, when present
+    event_dag: EventDag | None  # built from the bundle's trace
+    dag_note: str  # why there is no event DAG, or what it was built from
 
 
 def _ir_texts(module: ir.Module, wanted: set[int]) -> dict[int, str]:
@@ -134,6 +138,21 @@ def _load_dag(path: Path) -> dict[str, Any] | None:
     return loaded if isinstance(loaded, dict) else None
 
 
+def _event_dag(bundle: RunBundle) -> tuple[EventDag | None, str]:
+    """The causal event DAG of the bundle's first trace file, or None and the reason."""
+    paths = bundle.trace_paths()
+    if not paths:
+        return None, "the manifest lists no trace file"
+    try:
+        trace = read_trace(paths[0])
+    except IrprofError as exc:
+        return None, f"trace not readable: {exc}"
+    relative = (
+        paths[0].relative_to(bundle.root) if paths[0].is_relative_to(bundle.root) else paths[0]
+    )
+    return build_event_dag(trace, mode="causal"), f"causal DAG of {relative}"
+
+
 def build_report_data(
     bundle: RunBundle, *, graph_options: OpGraphOptions | None = None
 ) -> ReportData:
@@ -150,10 +169,13 @@ def build_report_data(
         _level_report(load_annotated_level(bundle, level), coverages.get(level), graph_options)
         for level in levels
     )
+    event_dag, dag_note = _event_dag(bundle)
     return ReportData(
         bundle=str(bundle.root),
         manifest=manifest,
         levels=reports,
         coverages=coverages,
         dag=_load_dag(bundle.dag_path),
+        event_dag=event_dag,
+        dag_note=dag_note,
     )

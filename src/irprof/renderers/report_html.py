@@ -5,13 +5,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from irprof.analyses.hotspots import HotspotTable
 from irprof.analyses.profiled_ops import ProfiledOp
 from irprof.analyses.report_data import LevelReport, ReportData
 from irprof.coverage import Coverage
+from irprof.dag import EventDag
+from irprof.renderers.dag_svg import DagSvgRenderer
 from irprof.renderers.html_page import page
 from irprof.renderers.op_graph_html import graph_payload
 
+DAG_NODES = 300  # longest events drawn in the report's DAG view (Graphviz time stays small)
 HOTSPOT_ROWS = 500  # rows per table embedded; the rest is summed in the caption
 UNANNOTATED_ROWS = 500
 
@@ -94,6 +99,37 @@ def _level(report: LevelReport) -> dict[str, Any]:
     }
 
 
+def _event_dag(dag: EventDag, note: str) -> dict[str, Any]:
+    """The DAG's SVG (its longest events) and the data of the drawn nodes."""
+    renderer = DagSvgRenderer(max_nodes=DAG_NODES)
+    order = np.lexsort((np.arange(len(dag)), -dag.dur_ns))[:DAG_NODES]
+    nodes = {
+        f"n{node}": {
+            "id": f"n{node}",
+            "kind": "event",
+            "label": dag.node_name(node),
+            "title": dag.node_name(node),
+            "location": dag.track_labels[int(dag.track[node])],
+            "scope": dag.track_labels[int(dag.track[node])],
+            "total_ns": int(dag.dur_ns[node]),
+            "ts_ns": int(dag.ts_ns[node]),
+            "share": None,
+            "ops": 0,
+            "op_index": None,
+            "detail": f"level {int(dag.level[node])}",
+        }
+        for node in order.tolist()
+    }
+    return {
+        "note": note,
+        "mode": dag.mode,
+        "events": len(dag),
+        "edges": dag.edge_count,
+        "svg": renderer.render(dag).decode("utf-8") if len(dag) else "",
+        "nodes": nodes,
+    }
+
+
 def report_payload(data: ReportData) -> dict[str, Any]:
     """The JSON the report's script reads."""
     manifest = data.manifest
@@ -102,6 +138,10 @@ def report_payload(data: ReportData) -> dict[str, Any]:
         "manifest": manifest.to_json(),
         "levels": [_level(level) for level in data.levels],
         "dag": data.dag,
+        "event_dag": (
+            _event_dag(data.event_dag, data.dag_note) if data.event_dag is not None else None
+        ),
+        "dag_note": data.dag_note,
     }
 
 

@@ -58,7 +58,10 @@ var IrprofGraph = (function () {
     var elements = {};
     var groups = svg.querySelectorAll("g.node");
     for (var i = 0; i < groups.length; i++) {
-      var id = (groups[i].getAttribute("id") || "").replace(/^node-/, "");
+      // irprof's op graphs name nodes `node-<id>`; other DOT (the event DAG) is keyed by title.
+      var id = groups[i].getAttribute("id") || "";
+      if (id.indexOf("node-") === 0) id = id.slice(5);
+      else { var title = groups[i].querySelector("title"); id = title ? title.textContent : ""; }
       if (!Object.prototype.hasOwnProperty.call(nodes, id)) continue;
       elements[id] = groups[i];
       groups[i].addEventListener("click", (function (nodeId) {

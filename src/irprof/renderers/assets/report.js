@@ -234,21 +234,48 @@
   }
 
   function dagTab() {
-    var dag = DATA.dag;
-    if (!dag) return [el("p", { cls: "muted", text: "No event DAG in this bundle (RUN/dag.json); build one with `irprof dag RUN`." })];
-    var nodes = Array.isArray(dag.nodes) ? dag.nodes : [];
-    var edges = Array.isArray(dag.edges) ? dag.edges : [];
-    function dur(n) { return Number(n.dur_ns || n.duration_ns || n.dur || 0); }
-    var rows = nodes.map(function (n, i) { return { id: String(n.id !== undefined ? n.id : i), name: String(n.name || n.label || ""), kind: String(n.kind || ""), ts: Number(n.ts_ns || n.ts || 0), dur: dur(n) }; });
-    var out = [el("p", {}, [nodes.length + " events, " + edges.length + " edges" + (dag.mode ? " · mode " + dag.mode : "")])];
-    var counter = el("span", { cls: "muted" });
+    var ed = DATA.event_dag;
+    var parts = [];
+    if (ed) {
+      var view = el("div", { cls: "graph-view", id: "dag-view" });
+      var details = el("div", { cls: "details", id: "event-details" }, [el("p", { cls: "muted", text: "Click an event. Drag to pan, wheel to zoom." })]);
+      var status = el("span", { cls: "muted" });
+      var dag = null;
+      var search = el("input", { type: "search", id: "dag-search", placeholder: "search events", oninput: function (ev) {
+        if (!dag) return;
+        var hits = dag.search(ev.target.value);
+        status.textContent = ev.target.value ? hits.length + " matches" : "";
+      } });
+      parts.push(el("div", { cls: "toolbar" }, [search, el("button", { text: "reset view", onclick: function () { if (dag) dag.reset(); } }), status,
+        el("span", { cls: "muted", text: ed.note + " · " + ed.events + " events, " + ed.edges + " edges; the " + Object.keys(ed.nodes).length + " longest drawn" })]));
+      parts.push(el("div", { cls: "graph-wrap" }, [view, details]));
+      setTimeout(function () {
+        if (!ed.svg) { view.textContent = "no events"; return; }
+        dag = IrprofGraph.mount(view, ed.svg, ed.nodes, function (id) {
+          var n = ed.nodes[id];
+          details.textContent = "";
+          details.appendChild(el("h3", { text: n.label }));
+          details.appendChild(kv([["track", n.location], ["start", fmtNs(n.ts_ns)], ["duration", fmtNs(n.total_ns)], ["depth", n.detail]]));
+        });
+      }, 0);
+      var rows = Object.keys(ed.nodes).map(function (k) { var n = ed.nodes[k]; return { id: k, name: n.label, track: n.location, ts: n.ts_ns, dur: n.total_ns }; });
+      parts.push(el("h2", { text: "Longest events" }));
+      parts.push(dataTable([
+        { key: "name", title: "event", cls: "mono" }, { key: "track", title: "track", cls: "mono" },
+        { key: "ts", title: "start", num: true, fmt: function (r) { return fmtNs(r.ts); }, sortKey: function (r) { return r.ts; } },
+        { key: "dur", title: "duration", num: true, fmt: function (r) { return fmtNs(r.dur); }, sortKey: function (r) { return r.dur; } },
+      ], rows, { sortKey: "dur" }));
+      return parts;
+    }
+    var doc = DATA.dag;
+    if (!doc) return [el("p", { cls: "muted", text: "No event DAG: " + DATA.dag_note + "." })];
+    var nodes = Array.isArray(doc.nodes) ? doc.nodes : [];
     var table = dataTable([
-      { key: "id", title: "id", cls: "mono" }, { key: "name", title: "event", cls: "mono" }, { key: "kind", title: "kind" },
-      { key: "ts", title: "start", num: true, fmt: function (r) { return fmtNs(r.ts); }, sortKey: function (r) { return r.ts; } },
-      { key: "dur", title: "duration", num: true, fmt: function (r) { return fmtNs(r.dur); }, sortKey: function (r) { return r.dur; } },
-    ], rows.slice(0, 2000), { sortKey: "dur", counter: counter });
-    var filter = el("input", { type: "search", placeholder: "filter events", oninput: function (ev) { table.setFilter(ev.target.value); } });
-    return out.concat([el("div", { cls: "toolbar" }, [filter, counter]), table]);
+      { key: "name", title: "event", cls: "mono" }, { key: "track", title: "track", cls: "mono" },
+      { key: "ts", title: "start", num: true, fmt: function (r) { return fmtNs(r.ts); } },
+      { key: "duration", title: "duration", num: true, fmt: function (r) { return fmtNs(r.duration); } },
+    ], nodes.slice(0, 2000), { sortKey: "duration" });
+    return [el("p", { text: "dag.json: " + nodes.length + " events (" + DATA.dag_note + ")" }), table];
   }
 
   function gapsTab() {
