@@ -72,9 +72,9 @@ def test_linalg_level_annotates_every_located_top_level_op(results: dict, name: 
     extra = coverage.extra
     assert extra["nonbody_located_ops"] > 0
     assert extra["nonbody_located_annotated"] == extra["nonbody_located_ops"]
-    assert coverage.time_coverage > 0.9
-    for unmatched in coverage.unmatched_ops:
-        assert "implicit body" in unmatched.reason or "origin" in unmatched.reason
+    assert extra["implicit_body_ops"] > 0  # linalg.matmul's mulf/addf: not in the printed IR
+    assert coverage.time_coverage >= 0.99
+    assert coverage.ops_nontrivial_annotated == coverage.ops_nontrivial
 
 
 def test_kernels_are_exact_event_names(results: dict) -> None:
