@@ -263,7 +263,10 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
     if spec["eager"]:
         # Eager op-by-op execution: the trace holds `EagerLocalExecute: <Type>`, no node names.
         tf.config.run_functions_eagerly(True)
-    logdir = workdir / "logdir"
+    # The client records its log directory in the trace (`repository_path`): a relative one
+    # keeps machine paths out of bundles.
+    os.chdir(workdir)
+    logdir = Path("logdir")
     step_s = profile(fn, inputs, spec, logdir)
     xspace = find_xspace(logdir)
     options, markers = recorded_options(xspace)
@@ -284,7 +287,7 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         "device": f"CPU ({platform.machine()}, {os.cpu_count()} cores)",
         "function": concrete.name.decode() if isinstance(concrete.name, bytes) else concrete.name,
         "ir_files": ir_files,
-        "logdir": str(logdir.relative_to(workdir)),
+        "logdir": str(logdir),
         "recorded_options": options,
         "step_markers": markers,
         "step_marker_name": STEP_MARKER,
