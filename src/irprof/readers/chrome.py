@@ -7,9 +7,11 @@ argument blob.
 
 Time: `ts`/`dur` are microseconds (the spec; `displayTimeUnit` only changes how viewers display
 them, so it is recorded in metadata, not applied). They are converted to integer ns by splitting
-the float into its integer and fractional microseconds, so the only error left is the decimal ->
-float parse (under 0.13 ns for epoch-sized `ts` like 1700000000123.456): nanosecond timestamps
-round-trip exactly. Kineto's `baseTimeNanoseconds` is added, which makes Kineto times epoch ns.
+the float into its integer and fractional microseconds, so the only error is the decimal -> float
+parse, which stays under 0.5 ns while |ts| < 2^42 us (51 days: relative times, Kineto with its
+`baseTimeNanoseconds`). Larger values (epoch microseconds such as 1700000000123456.789, which a
+float64 holds only to ~0.25 us) are re-read as exact decimal text in a second, ts-only decode.
+Kineto's `baseTimeNanoseconds` is added, which makes Kineto times epoch ns.
 
 Phases: X (complete); B/E paired per (pid, tid) stack, unbalanced ones reported in
 `Trace.warnings`; i/I/n (INSTANT); C (COUNTER, the values stay in args); M (process and thread
@@ -22,6 +24,7 @@ starting with "$" (JAX's Python tracer) -> PYTHON, zero duration -> INSTANT, els
 
 from __future__ import annotations
 
+import decimal
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -86,9 +89,25 @@ class ChromeEvent(msgspec.Struct, gc=False):
     args: msgspec.Raw = msgspec.Raw()
 
 
+class _ExactTime(msgspec.Struct, gc=False):
+    """Only `ts`, as the number's source text, for traces too large for float precision."""
+
+    ts: msgspec.Raw = msgspec.Raw(b"0")
+
+
+# Below this many microseconds a float64 `ts` is exact to the nanosecond (ulp < 1e-3 us).
+FLOAT_EXACT_LIMIT_US = float(2**42)
+
 _decode_top = msgspec.json.Decoder(dict[str, msgspec.Raw] | list[msgspec.Raw])
 _decode_events = msgspec.json.Decoder(list[ChromeEvent])
 _decode_any = msgspec.json.Decoder()
+_decode_exact_times = msgspec.json.Decoder(list[_ExactTime])
+
+
+def exact_ns(text: bytes) -> int:
+    """Decimal microseconds text -> integer ns, rounded half to even, with no float step."""
+    scaled = decimal.Decimal(text.decode("ascii")) * 1000
+    return int(scaled.to_integral_value(rounding=decimal.ROUND_HALF_EVEN))
 
 
 def us_to_ns(micros: F64) -> I64:
@@ -106,6 +125,7 @@ def _numeric_id(value: int | str) -> int:
 class _TopLevel:
     events: list[ChromeEvent]
     fields: dict[str, Any]
+    raw_events: bytes
 
 
 def _decode(path: Path, data: bytes) -> _TopLevel:
@@ -131,7 +151,7 @@ def _decode(path: Path, data: bytes) -> _TopLevel:
         events = _decode_events.decode(raw_events)
     except msgspec.ValidationError as exc:
         raise TraceFormatError(path, f"not a Chrome trace event list: {exc}") from exc
-    return _TopLevel(events, fields)
+    return _TopLevel(events, fields, raw_events)
 
 
 def _kinds(
@@ -206,7 +226,12 @@ def read_chrome(path: Path, data: bytes) -> Trace:
     track_all = pid_ids * max(len(tids), 1) + tid_ids
 
     base_ns = int(top.fields.get("baseTimeNanoseconds") or 0)
-    ts_all = us_to_ns(np.array([event.ts for event in events], dtype=np.float64)) + base_ns
+    ts_us = np.array([event.ts for event in events], dtype=np.float64)
+    if len(ts_us) and float(np.abs(ts_us).max()) >= FLOAT_EXACT_LIMIT_US:
+        exact = _decode_exact_times.decode(top.raw_events)
+        ts_all = np.array([exact_ns(bytes(item.ts)) for item in exact], dtype=np.int64) + base_ns
+    else:
+        ts_all = us_to_ns(ts_us) + base_ns
     warnings: list[str] = []
 
     direct = (phase_all == PHASE_SLICE) | (phase_all == PHASE_INSTANT)
