@@ -15,7 +15,7 @@ from irprof.correlate.hlo import decode_hlo_proto, parse_hlo_text
 from irprof.correlate.jax import CORRELATOR, correlate_program, load_program
 from irprof.mlir.annotation import get_profile
 from irprof.mlir.context import make_context
-from irprof.mlir.keys import derive_op_keys
+from irprof.mlir.keys import OpIndex, derive_op_keys
 from irprof.mlir.load import load_module
 from irprof.readers import read_trace
 
@@ -153,6 +153,18 @@ def test_annotate_writes_stablehlo_that_reparses_with_profiles(tmp_path: Path) -
     dots = [d for (op, _, _), d in profiles.items() if op == "stablehlo.dot_general"]
     assert len(dots) == 2 and all(d.total_ns > 0 for d in dots)
     assert bundle.opprofile_path.is_file() and bundle.coverage_path.is_file()
+
+
+@pytest.mark.parametrize("name", ["mlp_run", "transformer_run"])
+def test_every_entry_key_designates_exactly_one_op(name: str) -> None:
+    """GIVEN the opprofile THEN each entry's key matches one op of the StableHLO, no more."""
+    result = correlate(name)
+    index = OpIndex.of_module(
+        load_module(RunBundle(FIXTURES / name).ir_path("stablehlo"), make_context())
+    )
+    assert [len(index.match_positions(e.key)) for e in result.opprofile.entries] == [1] * len(
+        result.opprofile.entries
+    )
 
 
 def test_annotate_cli_reports_coverage(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

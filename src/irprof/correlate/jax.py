@@ -14,9 +14,10 @@ Steps (FRAMEWORKS.md, JAX section):
    sharing a thunk. `func.call` ops of inlined private functions get the inclusive time of the
    ops reached through them.
 
-Unattributed events (no metadata: layout copies) and ops XLA removed (folded, CSE'd, turned into
-bitcasts) are reported in the coverage with their reason; removed ops are counted separately in
-`coverage.extra` because they cost nothing at run time.
+Unattributed events (no metadata: layout copies) are listed in the coverage with their time.
+Ops XLA removed (folded, CSE'd, turned into bitcasts: their identity is in no instruction of the
+compiled program) are listed with that reason and left out of `ops_nontrivial`, since they do no
+work at run time; `coverage.extra` keeps the raw count and the coverage including them.
 """
 
 from __future__ import annotations
