@@ -81,12 +81,14 @@ def thunk_events(trace: Trace, module_name: str) -> tuple[list[ThunkEvent], list
     consumers = trace.arg_column("_c")
     ends_by_consumer: dict[Any, int] = {}
     ends_by_track_name: dict[tuple[int, str], list[int]] = defaultdict(list)
-    for row in range(len(trace)):
-        name = trace.name_of(row)
-        if name.startswith(END_PREFIX) and hlo_ops[row] is None:
-            if consumers[row] is not None:
-                ends_by_consumer[consumers[row]] = row
-            ends_by_track_name[(int(trace.track[row]), name[len(END_PREFIX) :])].append(row)
+    end_ids = [i for i, text in enumerate(trace.strings) if text.startswith(END_PREFIX)]
+    for row in np.nonzero(np.isin(trace.name, end_ids))[0].tolist():
+        if hlo_ops[row] is not None:
+            continue
+        if consumers[row] is not None:
+            ends_by_consumer[consumers[row]] = row
+        name = trace.name_of(row)[len(END_PREFIX) :]
+        ends_by_track_name[(int(trace.track[row]), name)].append(row)
     events: list[ThunkEvent] = []
     others: set[str] = set()
     for row, hlo_op in enumerate(hlo_ops):
