@@ -79,14 +79,14 @@ def thunk_events(trace: Trace, module_name: str) -> tuple[list[ThunkEvent], list
     modules = trace.arg_column("hlo_module")
     producers = trace.arg_column("_p")
     consumers = trace.arg_column("_c")
-    ends_by_consumer: dict[Any, int] = {}
+    ends_by_consumer: dict[Any, list[int]] = defaultdict(list)
     ends_by_track_name: dict[tuple[int, str], list[int]] = defaultdict(list)
     end_ids = [i for i, text in enumerate(trace.strings) if text.startswith(END_PREFIX)]
     for row in np.nonzero(np.isin(trace.name, end_ids))[0].tolist():
         if hlo_ops[row] is not None:
             continue
         if consumers[row] is not None:
-            ends_by_consumer[consumers[row]] = row
+            ends_by_consumer[consumers[row]].append(row)
         name = trace.name_of(row)[len(END_PREFIX) :]
         ends_by_track_name[(int(trace.track[row]), name)].append(row)
     events: list[ThunkEvent] = []
@@ -113,14 +113,14 @@ def _find_end(
     row: int,
     hlo_op: str,
     producer: Any,
-    ends_by_consumer: dict[Any, int],
+    ends_by_consumer: dict[Any, list[int]],
     ends_by_track_name: dict[tuple[int, str], list[int]],
 ) -> int | None:
-    """The `end:` event of the thunk at `row`, or None."""
-    if producer is not None and producer in ends_by_consumer:
-        return ends_by_consumer[producer]
-    candidates = ends_by_track_name.get((int(trace.track[row]), hlo_op), [])
+    """The first `end:` event at or after the thunk's start: linked by its consumer id (ids
+    can repeat over a long trace), else the next one of that name on the thunk's track."""
     start = int(trace.ts_ns[row])
+    linked = ends_by_consumer.get(producer, []) if producer is not None else []
+    candidates = linked or ends_by_track_name.get((int(trace.track[row]), hlo_op), [])
     later = [r for r in candidates if int(trace.ts_ns[r]) >= start]
     return min(later, key=lambda r: int(trace.ts_ns[r])) if later else None
 
