@@ -1,0 +1,81 @@
+"""Trace events -> the IR ops they were attributed to, through `ProfileData.kernels`.
+
+`kernels` holds the exact event names a correlator attributed to an op, so joining back needs no
+framework knowledge: an event maps to every op (at every annotated level) that lists its name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from irprof.analyses.bundle_views import annotated_levels, load_annotated_level
+from irprof.analyses.profiled_ops import ProfiledModule
+from irprof.bundle import Manifest, RunBundle
+from irprof.errors import BundleError
+from irprof.readers import read_trace
+from irprof.trace.model import Trace
+
+
+@dataclass(frozen=True)
+class OpRef:
+    """One annotated op an event belongs to."""
+
+    level: str
+    op_index: int
+    name: str  # runtime name, else op kind
+    op_name: str
+    location: str  # innermost source position, else the compact location
+    function: str
+
+
+@dataclass(frozen=True)
+class TraceExport:
+    """What a trace export needs: the original events and the annotated levels."""
+
+    trace: Trace
+    trace_path: str
+    manifest: Manifest
+    levels: tuple[tuple[str, ProfiledModule], ...]
+
+    def ops_by_event_name(self) -> dict[str, tuple[OpRef, ...]]:
+        """Exact event name -> ops at every level that list it among their kernels."""
+        found: dict[str, list[OpRef]] = {}
+        for level, profiled in self.levels:
+            for op in profiled.ops:
+                if op.profile is None or op.inclusive:
+                    continue
+                ref = OpRef(
+                    level=level,
+                    op_index=op.index,
+                    name=op.display_name,
+                    op_name=op.op_name,
+                    location=op.source or op.location,
+                    function=op.function,
+                )
+                for kernel in op.profile.kernels:
+                    found.setdefault(kernel, []).append(ref)
+        return {name: tuple(refs) for name, refs in found.items()}
+
+
+def load_trace_export(bundle: RunBundle, level: str | None = None) -> TraceExport:
+    """The bundle's first trace file and its annotated levels (all, or just `level`)."""
+    manifest = bundle.manifest()
+    paths = bundle.trace_paths()
+    if not paths:
+        raise BundleError(f"{bundle.manifest_path}: lists no trace file to export")
+    levels = [level] if level is not None else annotated_levels(bundle)
+    loaded = [load_annotated_level(bundle, name) for name in levels]
+    if not loaded:
+        raise BundleError(
+            f"{bundle.root}: no annotated IR under annotated/; run `irprof annotate {bundle.root}`"
+        )
+    trace_path: Path = paths[0]
+    return TraceExport(
+        trace=read_trace(trace_path),
+        trace_path=str(trace_path.relative_to(bundle.root))
+        if trace_path.is_relative_to(bundle.root)
+        else str(trace_path),
+        manifest=manifest,
+        levels=tuple((item.level, item.profiled) for item in loaded),
+    )

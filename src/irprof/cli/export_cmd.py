@@ -1,0 +1,35 @@
+"""`irprof export RUN --to perfetto|chrome|model-explorer -o FILE`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from irprof.analyses.exports import get_export_inputs
+from irprof.bundle import RunBundle
+from irprof.fileio import write_bytes_atomic
+from irprof.renderers.base import get_export_renderers
+
+
+def export(
+    run: Annotated[Path, typer.Argument(metavar="RUN", help="Annotated run bundle.")],
+    to: Annotated[str, typer.Option("--to", help="perfetto | chrome | model-explorer")],
+    output: Annotated[Path, typer.Option("-o", "--output", help="Output file.")],
+    level: Annotated[
+        str | None,
+        typer.Option("--level", help="IR level (model-explorer: default first; traces: all)."),
+    ] = None,
+) -> None:
+    """Export a run for Perfetto / chrome://tracing or as Model Explorer node data."""
+    renderer = get_export_renderers().get(to)
+    data = get_export_inputs().get(to)(RunBundle(run), level)
+    write_bytes_atomic(output, renderer.render(data))
+    Console(highlight=False, stderr=True).print(f"{to} export -> {output}", markup=False)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the `export` command."""
+    app.command("export", no_args_is_help=True)(export)

@@ -1,0 +1,154 @@
+"""Trace export as Chrome trace-event JSON (what Perfetto's UI and chrome://tracing open).
+
+The original events keep their tracks, names and arguments; events attributed to IR ops gain an
+`irprof` argument naming those ops and their locations. One extra process, "irprof IR", holds a
+track per annotated IR level with a slice per op placed at each of its kernels' times, so the
+timeline shows kernel time next to the op that caused it. Times are microseconds (floats with
+nanosecond digits) relative to the first event; the absolute base is in `metadata`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from irprof.analyses.event_ops import OpRef, TraceExport
+from irprof.trace.model import EventKind
+
+IR_PROCESS_NAME = "irprof IR"
+
+
+def _us(ns: int) -> float:
+    return round(ns / 1000.0, 3)
+
+
+def _op_arg(ref: OpRef) -> dict[str, Any]:
+    return {
+        "level": ref.level,
+        "op": ref.op_name,
+        "name": ref.name,
+        "location": ref.location,
+        "function": ref.function,
+    }
+
+
+def chrome_trace(export: TraceExport) -> dict[str, Any]:
+    """The Chrome trace-event document of `export`."""
+    trace = export.trace
+    base = int(trace.ts_ns.min()) if len(trace) else 0
+    tracks = trace.tracks
+    # XPlane line ids are 64-bit; JSON readers in JavaScript keep 53 bits, so ids are renumbered
+    # (the originals stay in the metadata events' args).
+    pid_of = {pid: number for number, pid in enumerate(sorted(set(tracks.pid)), start=1)}
+    track_pid = [pid_of[tracks.pid[row]] for row in range(len(tracks))]
+    track_tid = [row + 1 for row in range(len(tracks))]
+    events: list[dict[str, Any]] = []
+    for pid, number in pid_of.items():
+        name = next(tracks.process[i] for i in range(len(tracks)) if tracks.pid[i] == pid)
+        events.append(
+            {"ph": "M", "name": "process_name", "pid": number, "args": {"name": name, "id": pid}}
+        )
+    for row in range(len(tracks)):
+        events.append(
+            {
+                "ph": "M",
+                "name": "thread_name",
+                "pid": track_pid[row],
+                "tid": track_tid[row],
+                "args": {"name": tracks.thread[row], "id": tracks.tid[row]},
+            }
+        )
+    ops_of = export.ops_by_event_name()
+    ir_pid = len(pid_of) + 1
+    level_tid = {level: position + 1 for position, (level, _) in enumerate(export.levels)}
+    events.append(
+        {"ph": "M", "name": "process_name", "pid": ir_pid, "args": {"name": IR_PROCESS_NAME}}
+    )
+    for level, tid in level_tid.items():
+        events.append(
+            {
+                "ph": "M",
+                "name": "thread_name",
+                "pid": ir_pid,
+                "tid": tid,
+                "args": {"name": f"IR level {level}"},
+            }
+        )
+    strings = trace.strings
+    ts_list, dur_list = trace.ts_ns.tolist(), trace.dur_ns.tolist()
+    track_list, name_list, kind_list = (
+        trace.track.tolist(),
+        trace.name.tolist(),
+        trace.kind.tolist(),
+    )
+    for row in range(len(trace)):
+        name = strings[name_list[row]]
+        track = track_list[row]
+        ts = _us(ts_list[row] - base)
+        args = trace.args(row)
+        event: dict[str, Any] = {
+            "name": name,
+            "pid": track_pid[track],
+            "tid": track_tid[track],
+            "ts": ts,
+            "cat": EventKind(kind_list[row]).label,
+        }
+        kind = kind_list[row]
+        if kind == EventKind.COUNTER:
+            event["ph"] = "C"
+        elif kind == EventKind.INSTANT:
+            event["ph"] = "i"
+            event["s"] = "t"
+        else:
+            event["ph"] = "X"
+            event["dur"] = _us(dur_list[row])
+        refs = ops_of.get(name, ())
+        if refs:
+            args = {**args, "irprof": [_op_arg(ref) for ref in refs]}
+        if args:
+            event["args"] = args
+        events.append(event)
+        for ref in refs:
+            events.append(
+                {
+                    "ph": "X",
+                    "name": ref.name,
+                    "cat": "irprof.op",
+                    "pid": ir_pid,
+                    "tid": level_tid[ref.level],
+                    "ts": ts,
+                    "dur": _us(dur_list[row]),
+                    "args": {**_op_arg(ref), "kernel": name},
+                }
+            )
+    return {
+        "traceEvents": events,
+        "displayTimeUnit": "ns",
+        "metadata": {
+            "irprof": {
+                "model": export.manifest.model,
+                "framework": export.manifest.framework,
+                "trace": export.trace_path,
+                "base_ts_ns": base,
+                "levels": list(level_tid),
+            }
+        },
+    }
+
+
+@dataclass(frozen=True)
+class ChromeTraceRenderer:
+    """`trace.json` for Perfetto or chrome://tracing (both read this format)."""
+
+    name: str
+    extension: str = ".json"
+
+    def render(self, data: TraceExport) -> bytes:
+        """JSON bytes."""
+        return orjson.dumps(chrome_trace(data))
+
+
+PERFETTO = ChromeTraceRenderer(name="perfetto")
+CHROME = ChromeTraceRenderer(name="chrome")
