@@ -190,23 +190,28 @@ class _FrameTable:
         return result
 
 
+def _parse_module(data: bytes) -> hlo_pb2.HloModuleProto | None:
+    """The module of an `HloProto`, or a bare `HloModuleProto`; None when neither parses."""
+    wrapped = hlo_pb2.HloProto()
+    try:
+        wrapped.ParseFromString(data)
+        if wrapped.hlo_module.computations:
+            return wrapped.hlo_module
+    except DecodeError:
+        pass  # a bare HloModuleProto's string field 1 need not parse as a message
+    bare = hlo_pb2.HloModuleProto()
+    try:
+        bare.ParseFromString(data)
+    except DecodeError:
+        return None
+    return bare if bare.computations else None
+
+
 def decode_hlo_proto(data: bytes, program_id: int = -1, *, what: str = "HloProto") -> HloModuleInfo:
     """Decode a serialized `xla.HloProto` (or a bare `HloModuleProto`); ValueError if neither."""
-    proto = hlo_pb2.HloProto()
-    try:
-        proto.ParseFromString(data)
-    except DecodeError as exc:
-        raise ValueError(f"{what}: not a serialized HloProto ({exc})") from exc
-    module = proto.hlo_module
-    if not module.computations:
-        bare = hlo_pb2.HloModuleProto()
-        try:
-            bare.ParseFromString(data)
-        except DecodeError as exc:
-            raise ValueError(f"{what}: not a serialized HloProto ({exc})") from exc
-        module = bare
-    if not module.computations:
-        raise ValueError(f"{what}: HloProto holds no computations")
+    module = _parse_module(data)
+    if module is None:
+        raise ValueError(f"{what}: not a serialized HloProto or HloModuleProto with computations")
     index = module.stack_frame_index
     frames = _FrameTable(
         list(index.file_names),
@@ -259,6 +264,7 @@ _COMPUTATION = re.compile(r"^(?:ENTRY\s+)?%?([\w.\-]+)\s+\(.*\)\s+->\s+.*\{\s*$"
 _INSTRUCTION = re.compile(
     r"^\s*(?:ROOT\s+)?%?(?P<name>[\w.\-]+)\s+=\s+(?P<shape>.+?)\s+(?P<opcode>[a-z][\w\-]*)\((?P<operands>[^)]*)\)(?P<rest>.*)$"
 )
+_OPERAND = re.compile(r"%([\w.\-]+)")
 _ARRAY_SHAPE = re.compile(r"[a-z]+\d*\[([\d,]*)\]")
 _OP_NAME = re.compile(r'op_name="((?:[^"\\]|\\.)*)"')
 _STACK_FRAME = re.compile(r"stack_frame_id=(\d+)")
@@ -319,7 +325,7 @@ def parse_hlo_text(text: str, program_id: int = -1) -> HloModuleInfo:
     instructions: dict[str, HloInstructionInfo] = {}
     for computation, instr in raw:
         rest = instr.group("rest")
-        operands = [o.strip().lstrip("%") for o in instr.group("operands").split(",") if o.strip()]
+        operands = _OPERAND.findall(instr.group("operands"))
         operand_dims = [shapes[o][0] for o in operands if shapes.get(o)]
         out_dims = shapes.get(instr.group("name")) or [()]
         contracting = _LHS_CONTRACTING.search(rest)
