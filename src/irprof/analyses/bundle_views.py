@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -66,6 +67,13 @@ def bundle_coverages(bundle: RunBundle) -> dict[str, Coverage]:
         raise BundleError(f"{path}: malformed coverage record ({exc!r})") from exc
 
 
-def model_script(manifest: Manifest) -> str:
-    """The model script as the manifest names it (relative to the bundle's parent)."""
-    return manifest.model
+def model_script(bundle: RunBundle, manifest: Manifest) -> str:
+    """The model script as a path relative to the working directory when it can be found
+    (the manifest names it relative to the bundle's parent), else as the manifest names it."""
+    candidate = bundle.root.parent / manifest.model
+    if not candidate.is_file():
+        return manifest.model
+    try:
+        return os.path.relpath(candidate.resolve())
+    except ValueError:  # another drive on Windows
+        return str(candidate)

@@ -41,7 +41,7 @@ class HotspotTable:
 
 
 def _where(op: ProfiledOp) -> str:
-    return op.source or op.location
+    return op.user_source or op.location
 
 
 def _merge(key: str, ops: list[ProfiledOp], *, single: bool) -> HotspotRow:

@@ -251,7 +251,7 @@ def _op_node(position: int, top: _TopOp) -> GraphNode:
         kind="output" if top.is_terminator else "op",
         label="return" if top.is_terminator else record.op_name,
         title=record.runtime_name or record.op_name,
-        location=record.source,
+        location=record.user_source,
         scope=record.scope,
         total_ns=top.total_ns if top.measured else None,
         share=top.share if top.measured else None,

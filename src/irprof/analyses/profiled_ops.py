@@ -22,6 +22,8 @@ from irprof.mlir.locations import render
 from irprof.opprofile import ProfileData
 
 # Ops that only hold other ops: their time is the sum of their children, never a row of its own.
+_LIBRARY_PARTS = ("site-packages/", "dist-packages/", "/lib/python3")
+
 CONTAINER_OPS = frozenset({"builtin.module", "func.func", "util.func", "tf_executor.graph"})
 
 
@@ -57,6 +59,17 @@ class ProfiledOp:
     def share(self) -> float:
         """Share of all profiled op time (0 without a profile)."""
         return self.profile.fraction if self.profile else 0.0
+
+    @property
+    def user_source(self) -> str:
+        """The first call-site frame in user code (not `<frozen ...>`, `<sys.path>/...` or an
+        installed package), else the innermost source: the line a user recognises. TF chains
+        list the outermost frame first, JAX and torch the innermost, so scanning for user code
+        serves both."""
+        for frame in self.chain:
+            if not frame.startswith("<") and not any(p in frame for p in _LIBRARY_PARTS):
+                return frame
+        return self.source
 
     def frame_in(self, script: str) -> str:
         """The first call-site frame inside `script` (matched by file name), else ""."""

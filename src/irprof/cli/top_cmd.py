@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from irprof.analyses.bundle_views import load_annotated_level
+from irprof.analyses.bundle_views import load_annotated_level, model_script
 from irprof.analyses.hotspots import GROUP_BYS, hotspots
 from irprof.bundle import RunBundle
 from irprof.errors import UsageError
@@ -35,9 +35,10 @@ def top(
         limit=limit,
         profiled_ns=loaded.profiled.profiled_ns,
     )
-    title = f"{manifest.framework} · {manifest.model} · level {loaded.level} · by {by}"
+    script = model_script(bundle, manifest)
+    title = f"{manifest.framework} · {script} · level {loaded.level} · by {by}"
     Console(highlight=False).print(
-        hotspot_rich_table(table, loaded.profiled, script=manifest.model, title=title)
+        hotspot_rich_table(table, loaded.profiled, script=script, title=title)
     )
 
 

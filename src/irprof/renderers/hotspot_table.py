@@ -23,7 +23,7 @@ def editor_location(profiled: ProfiledModule, op_index: int, script: str) -> str
     if frame:
         _, line, col = frame.rsplit(":", 2)
         return f"{script}:{line}:{col}"
-    return op.source or op.location
+    return op.user_source or op.location
 
 
 def hotspot_rich_table(
