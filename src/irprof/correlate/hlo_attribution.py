@@ -62,6 +62,15 @@ class KernelPlan:
 
 
 @dataclass
+class UnattributedEvents:
+    """Summed time and count of the events of one name that reached no op, and why."""
+
+    total_ns: int
+    count: int
+    reason: str
+
+
+@dataclass
 class Attribution:
     """Accumulated shares: op position -> {event row: ns}, plus what each op ran in."""
 
@@ -70,7 +79,7 @@ class Attribution:
     op_instructions: dict[int, set[str]] = field(default_factory=lambda: defaultdict(set))
     event_ops: dict[int, set[int]] = field(default_factory=lambda: defaultdict(set))
     attributed_ns: int = 0
-    unattributed: dict[str, list[Any]] = field(default_factory=dict)  # name -> [ns, count, why]
+    unattributed: dict[str, UnattributedEvents] = field(default_factory=dict)  # by event name
 
 
 def thunk_events(trace: Trace, module_name: str) -> tuple[list[ThunkEvent], list[str]]:
@@ -168,9 +177,11 @@ def attribute(
             plan = plan_kernel(program, index, event.hlo_op, rule)
             plans[event.hlo_op] = plan
         if not plan.shares:
-            entry = result.unattributed.setdefault(event.name, [0, 0, plan.reason])
-            entry[0] += event.dur_ns
-            entry[1] += 1
+            entry = result.unattributed.setdefault(
+                event.name, UnattributedEvents(0, 0, plan.reason)
+            )
+            entry.total_ns += event.dur_ns
+            entry.count += 1
             continue
         result.attributed_ns += event.dur_ns
         for fraction, targets, instruction in plan.shares:

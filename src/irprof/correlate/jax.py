@@ -262,8 +262,8 @@ def correlate_program(
         profiled_ns=profiled_ns,
         attributed_ns=attribution.attributed_ns,
         unmatched_events=[
-            UnmatchedEvent(name, int(ns), int(count), str(why))
-            for name, (ns, count, why) in attribution.unattributed.items()
+            UnmatchedEvent(name, group.total_ns, group.count, group.reason)
+            for name, group in attribution.unattributed.items()
         ],
         reasons=reasons,
         warnings=notes,
