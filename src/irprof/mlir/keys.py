@@ -14,11 +14,12 @@ What each framework puts in locations (see FRAMEWORKS.md):
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from iree.compiler import ir
 
+from irprof.mlir.gcpause import gc_paused
 from irprof.mlir.locations import CallSiteLoc, FileLineColLoc, FusedLoc, Loc, NameLoc, from_ir
 from irprof.opprofile import OpKey
 
@@ -56,43 +57,48 @@ def _is_path_name(name: str) -> bool:
     return "/" in name
 
 
-def _named(loc: Loc) -> Iterator[tuple[str, bool]]:
-    """`(name, is_frame)` for every NameLoc in `loc`, outermost first.
+def _named(loc: Loc, out: list[tuple[str, bool]]) -> None:
+    """Append `(name, is_frame)` for every NameLoc in `loc`, outermost first.
 
     A NameLoc directly around a FileLineCol is a *frame* name: JAX and Python tracebacks label
     each frame with its function (`make_jax.<locals>.mlp`), while op names wrap whole chains.
     TF's `convert_function` is the exception (its node name labels a frame), which is why frame
     names are kept as a fallback rather than dropped. Origin stamps and TF `"Type:"` markers are
-    skipped.
+    skipped. (isinstance chains rather than `match`: this runs once per op of large modules.)
     """
-    match loc:
-        case NameLoc(name, child):
-            if not name.startswith(ORIGIN_PREFIX) and not is_type_marker(name):
-                yield name, isinstance(child, FileLineColLoc)
-            yield from _named(child)
-        case CallSiteLoc(callee, caller):
-            callee_names = list(_named(callee))
-            caller_names = list(_named(caller))
-            # An op inlined from a private function keeps only its primitive (`max`); the
-            # caller carries the full scoped name, which is what the profiler knows it by.
-            callee_ops = [n for n, frame in callee_names if not frame]
-            caller_ops = [n for n, frame in caller_names if not frame]
-            if caller_ops and not any(_is_path_name(n) for n in callee_ops):
-                yield from caller_names
-                yield from callee_names
-            else:
-                yield from callee_names
-                yield from caller_names
-        case FusedLoc(members, _):
-            for member in members:
-                yield from _named(member)
-        case _:
-            return
+    while isinstance(loc, NameLoc):
+        name = loc.name
+        if not name.startswith(ORIGIN_PREFIX) and not is_type_marker(name):
+            out.append((name, isinstance(loc.child, FileLineColLoc)))
+        loc = loc.child
+    if isinstance(loc, CallSiteLoc):
+        callee_names: list[tuple[str, bool]] = []
+        caller_names: list[tuple[str, bool]] = []
+        _named(loc.callee, callee_names)
+        _named(loc.caller, caller_names)
+        # An op inlined from a private function keeps only its primitive (`max`); the
+        # caller carries the full scoped name, which is what the profiler knows it by.
+        caller_has_ops = any(not frame for _, frame in caller_names)
+        callee_has_path = any(not frame and _is_path_name(n) for n, frame in callee_names)
+        if caller_has_ops and not callee_has_path:
+            out.extend(caller_names)
+            out.extend(callee_names)
+        else:
+            out.extend(callee_names)
+            out.extend(caller_names)
+    elif isinstance(loc, FusedLoc):
+        for member in loc.locations:
+            _named(member, out)
 
 
 def runtime_names(loc: Loc) -> tuple[str, ...]:
     """The op's runtime name candidates, most specific first (frame names only as fallback)."""
-    named = list(_named(loc))
+    named: list[tuple[str, bool]] = []
+    _named(loc, named)
+    if not named:
+        return ()
+    if len(named) == 1:
+        return (named[0][0],)
     op_names = [name for name, frame in named if not frame]
     chosen = op_names or [name for name, _ in named]
     return tuple(dict.fromkeys(chosen))
@@ -104,23 +110,26 @@ def primary_name(loc: Loc) -> str | None:
     return names[0] if names else None
 
 
+def _chain(loc: Loc, out: list[FileLineColLoc]) -> bool:
+    """Append the frames of the first call-site chain in `loc`; True when any was found."""
+    while isinstance(loc, NameLoc):
+        loc = loc.child
+    if isinstance(loc, FileLineColLoc):
+        out.append(loc)
+        return True
+    if isinstance(loc, CallSiteLoc):
+        found = _chain(loc.callee, out)
+        return _chain(loc.caller, out) or found
+    if isinstance(loc, FusedLoc):
+        return any(_chain(member, out) for member in loc.locations)
+    return False
+
+
 def call_chain(loc: Loc) -> tuple[FileLineColLoc, ...]:
     """Source frames of the first call-site chain, callee-most (innermost) first."""
-    match loc:
-        case FileLineColLoc():
-            return (loc,)
-        case NameLoc(_, child):
-            return call_chain(child)
-        case CallSiteLoc(callee, caller):
-            return call_chain(callee) + call_chain(caller)
-        case FusedLoc(members, _):
-            for member in members:
-                chain = call_chain(member)
-                if chain:
-                    return chain
-            return ()
-        case _:
-            return ()
+    frames: list[FileLineColLoc] = []
+    _chain(loc, frames)
+    return tuple(frames)
 
 
 def innermost_source(loc: Loc) -> str | None:
@@ -146,26 +155,25 @@ def fused_members(loc: Loc) -> tuple[Loc, ...]:
             return (loc,)
 
 
+def _origins(loc: Loc, out: list[str]) -> None:
+    while isinstance(loc, NameLoc):
+        if loc.name.startswith(ORIGIN_PREFIX):
+            out.append(loc.name[len(ORIGIN_PREFIX) :])
+        loc = loc.child
+    if isinstance(loc, CallSiteLoc):
+        _origins(loc.callee, out)
+        _origins(loc.caller, out)
+    elif isinstance(loc, FusedLoc):
+        for member in loc.locations:
+            _origins(member, out)
+
+
 def origins(loc: Loc) -> tuple[str, ...]:
     """Every stamped origin id (`<level>#<index>`) in `loc`, outermost first."""
     found: list[str] = []
-
-    def visit(node: Loc) -> None:
-        match node:
-            case NameLoc(name, child):
-                if name.startswith(ORIGIN_PREFIX):
-                    found.append(name[len(ORIGIN_PREFIX) :])
-                visit(child)
-            case CallSiteLoc(callee, caller):
-                visit(callee)
-                visit(caller)
-            case FusedLoc(members, _):
-                for member in members:
-                    visit(member)
-            case _:
-                return
-
-    visit(loc)
+    _origins(loc, found)
+    if len(found) < 2:
+        return tuple(found)
     return tuple(dict.fromkeys(found))
 
 
@@ -237,6 +245,11 @@ def walk_ops(module: ir.Module | ir.Operation) -> list[ir.Operation]:
 
 def derive_op_infos(module: ir.Module | ir.Operation) -> list[OpInfo]:
     """Keys of every op in walk (pre-)order; the ordinal counts equal (name, source) pairs."""
+    with gc_paused():
+        return _derive_op_infos(module)
+
+
+def _derive_op_infos(module: ir.Module | ir.Operation) -> list[OpInfo]:
     cache: dict[ir.Location, tuple[Loc, LocationKeys]] = {}
     seen: dict[tuple[str | None, str | None], int] = {}
     infos: list[OpInfo] = []

@@ -9,6 +9,7 @@ from typing import ClassVar
 from iree.compiler import ir
 
 from irprof.mlir.annotation import AttributeBuilder, Layout, attach_profile, attach_summary
+from irprof.mlir.gcpause import gc_paused
 from irprof.mlir.keys import OpIndex, derive_op_keys
 from irprof.opprofile import OpProfile, OpProfileEntry
 
@@ -30,6 +31,13 @@ def apply_opprofile(
     index: OpIndex | None = None,
 ) -> ApplyResult:
     """Attach each entry's data to every op its key matches; writes the module summary."""
+    with gc_paused():
+        return _apply(root, opprofile, layout, index)
+
+
+def _apply(
+    root: ir.Module | ir.Operation, opprofile: OpProfile, layout: Layout, index: OpIndex | None
+) -> ApplyResult:
     index = index or OpIndex(derive_op_keys(root))
     operation = root.operation if isinstance(root, ir.Module) else root
     builder = AttributeBuilder(operation.context)
