@@ -12,7 +12,8 @@ import pytest
 from irprof.annotate import annotate_bundle
 from irprof.bundle import RunBundle
 from irprof.correlate.base import CorrelationOptions, CorrelationResult, get_all_correlators
-from irprof.correlate.tf import CORRELATOR, base_kernel_type, share_time
+from irprof.correlate.tf import CORRELATOR
+from irprof.correlate.tf_graph import base_kernel_type, share_time
 from irprof.errors import CorrelationError
 from irprof.opprofile import OpProfileEntry
 from irprof.readers import read_trace

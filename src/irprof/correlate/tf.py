@@ -29,7 +29,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -38,11 +38,12 @@ from iree.compiler import ir
 
 from irprof.bundle import RunBundle
 from irprof.correlate.base import CorrelationOptions, CorrelationResult
+from irprof.correlate.tf_graph import ModuleView, fused_chain, share_time
 from irprof.coverage import Coverage, UnmatchedEvent, is_trivial_op
-from irprof.errors import BundleError, CorrelationError
+from irprof.errors import BundleError
 from irprof.mlir.context import make_context
 from irprof.mlir.coverage_ops import coverage_for
-from irprof.mlir.keys import OpInfo, derive_op_infos, split_function_suffix
+from irprof.mlir.keys import split_function_suffix
 from irprof.mlir.load import load_module
 from irprof.mlir.locations import render
 from irprof.opprofile import OpProfile, OpProfileEntry, ProfileData
@@ -51,171 +52,12 @@ from irprof.trace.model import EventKind, Trace
 
 TF_LEVELS = ("tf", "tf-standard", "post-grappler")
 EAGER_PREFIX = "EagerLocalExecute: "
-CALL_OPS = frozenset({"tf.StatefulPartitionedCall", "tf.PartitionedCall", "tf.LegacyCall"})
-KERNEL_PREFIXES = ("_MklNative", "_Mkl", "_")  # longest first
-MAX_CHAIN = 6
 NEVER_RAN = "not in the runtime graph: grappler folded or pruned it, it never ran"
 PLUMBING_KERNELS = {
     "_Arg": "function argument copy-in (a block argument in the IR, not an op)",
     "_Retval": "function result copy-out (the IR return op has no named location)",
 }
 MAX_LOCATION_CHARS = 240
-
-
-def base_kernel_type(kernel_type: str) -> str:
-    """`_MklNativeFusedConv2D` -> `FusedConv2D`, `_MklMatMul` -> `MatMul`."""
-    for prefix in KERNEL_PREFIXES:
-        if kernel_type.startswith(prefix):
-            return kernel_type[len(prefix) :]
-    return kernel_type
-
-
-@dataclass
-class ModuleView:
-    """The IR level's ops with what the join needs: names, types, functions, producers."""
-
-    infos: list[OpInfo]
-    position_of: dict[ir.Operation, int]
-    function_of: list[str]
-    by_name: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
-    by_function_node: dict[tuple[str, str], list[int]] = field(
-        default_factory=lambda: defaultdict(list)
-    )
-    callee_of: dict[int, str] = field(default_factory=dict)
-    placeholders: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
-    entry_function: int | None = None
-
-    @staticmethod
-    def of(module: ir.Module) -> ModuleView:
-        """Index every op of `module`."""
-        infos = derive_op_infos(module)
-        position_of = {info.op: i for i, info in enumerate(infos)}
-        function_of = [""] * len(infos)
-        view = ModuleView(infos, position_of, function_of)
-        current = ""
-        for position, info in enumerate(infos):
-            attributes = info.op.attributes
-            if info.op_name == "func.func":
-                current = ir.StringAttr(attributes["sym_name"]).value
-                if "tf.entry_function" in attributes or view.entry_function is None:
-                    view.entry_function = position
-                continue
-            function_of[position] = current
-            if info.op_name == "tf.Placeholder" and info.keys.name:
-                view.placeholders[info.keys.name.lower().replace("/", "_")].append(position)
-            if info.op_name in CALL_OPS and "f" in attributes:
-                view.callee_of[position] = ir.FlatSymbolRefAttr(attributes["f"]).value
-            for name in info.keys.names:
-                view.by_name[name].append(position)
-                # The `@function` suffix holds the FunctionDef's name, which the importer may
-                # have uniquified as a symbol (`hidden_98` -> `hidden_980`): key on the symbol.
-                view.by_function_node[(current, split_function_suffix(name)[0])].append(position)
-        return view
-
-    def entry_name(self) -> str:
-        """Symbol name of the entry function."""
-        if self.entry_function is None:
-            return ""
-        op = self.infos[self.entry_function].op
-        name: str = ir.StringAttr(op.attributes["sym_name"]).value
-        return name
-
-    def op_type(self, position: int) -> str:
-        """`Conv2D` for `tf.Conv2D`."""
-        return self.infos[position].op_name.removeprefix("tf.")
-
-    def producer(self, position: int, operand: int) -> int | None:
-        """Position of the op defining operand `operand` of the op at `position`."""
-        op = self.infos[position].op
-        if operand >= len(op.operands):
-            return None
-        owner = op.operands[operand].owner
-        if not isinstance(owner, ir.Operation):
-            owner = getattr(owner, "operation", None)
-            if not isinstance(owner, ir.Operation):
-                return None
-        return self.position_of.get(owner)
-
-    def resolve(self, node: str, function: str | None = None) -> list[int]:
-        """Positions of the ops a runtime node name designates (see module docstring)."""
-        if function is None:
-            found = self.by_name.get(node)
-            if found:
-                return found
-            scope = self.entry_name()
-        else:
-            found = self.by_function_node.get((function, node))
-            if found:
-                return found
-            scope = function
-        # `<call node>/<rest>`: the runtime inlined the callee under the call node's name.
-        parts = node.split("/")
-        for cut in range(1, len(parts)):
-            caller = "/".join(parts[:cut])
-            for call in self.by_function_node.get((scope, caller), []):
-                callee = self.callee_of.get(call)
-                if callee is not None:
-                    inner = self.resolve("/".join(parts[cut:]), callee)
-                    if inner:
-                        return inner
-        return []
-
-
-def _producer_chain(view: ModuleView, named: int, base: str) -> list[int]:
-    """From the named op, follow operand 0 back to an op of type `base`; base first."""
-    chain = [named]
-    current: int | None = named
-    while current is not None and len(chain) <= MAX_CHAIN:
-        if view.op_type(current) == base:
-            return chain[::-1]
-        current = view.producer(current, 0)
-        if current is not None:
-            chain.append(current)
-    return []
-
-
-def _bias_grad_siblings(view: ModuleView, named: int) -> list[int]:
-    """Conv2DBackpropFilter + the BiasAddGrad reading the same output gradient (operand 2)."""
-    gradient = view.producer(named, 2)
-    if gradient is None:
-        return [named]
-    siblings = [
-        position
-        for position, info in enumerate(view.infos)
-        if info.op_name == "tf.BiasAddGrad" and view.producer(position, 0) == gradient
-    ]
-    return [named, *siblings]
-
-
-FusionRule = Callable[[ModuleView, int], list[int]]
-# Kernel family (type without `_Mkl*`/`_` prefix) -> ops of the fused chain, base op first.
-FUSION_RULES: dict[str, FusionRule] = {
-    "FusedConv2D": lambda v, p: _producer_chain(v, p, "Conv2D"),
-    "FusedConv3D": lambda v, p: _producer_chain(v, p, "Conv3D"),
-    "FusedDepthwiseConv2dNative": lambda v, p: _producer_chain(v, p, "DepthwiseConv2dNative"),
-    "FusedMatMul": lambda v, p: _producer_chain(v, p, "MatMul"),
-    "FusedBatchMatMulV2": lambda v, p: _producer_chain(v, p, "BatchMatMulV2"),
-    "Conv2DBackpropFilterWithBias": _bias_grad_siblings,
-}
-
-
-def fused_chain(view: ModuleView, named: int, kernel_type: str) -> list[int]:
-    """The ops one kernel event covers; `[named]` unless the kernel fuses a chain."""
-    family = base_kernel_type(kernel_type)
-    rule = FUSION_RULES.get(family)
-    if rule is None or view.op_type(named) in (family, kernel_type.lstrip("_")):
-        return [named]
-    return rule(view, named) or [named]
-
-
-def share_time(duration: int, members: int, rule: str) -> list[int]:
-    """Split one fused event's duration over its chain (base op first); shares sum to it."""
-    if rule == "base":
-        return [duration] + [0] * (members - 1)
-    if rule not in ("default", "equal"):
-        raise CorrelationError(f"unknown fused_time_rule {rule!r}; known: default, equal, base")
-    share, rest = divmod(duration, members)
-    return [share + rest] + [share] * (members - 1)
 
 
 @dataclass
@@ -354,103 +196,111 @@ class TfCorrelator:
         self, bundle: RunBundle, level: str, options: CorrelationOptions
     ) -> CorrelationResult:
         """Join the bundle's XPlane trace to the ops of `RUN/ir/<level>.mlir`."""
-        manifest = bundle.manifest()
-        if manifest.framework != "tf":
-            raise BundleError(
-                f"{bundle.manifest_path}: framework is {manifest.framework!r}, not tf"
-            )
-        trace_path = _trace_file(bundle)
-        trace = read_trace(trace_path)
         module = load_module(bundle.ir_path(level), make_context())
-        view = ModuleView.of(module)
-        in_steps = _step_mask(trace, str(manifest.options.get("step_marker", "irprof_step")))
-        op_rows = np.nonzero(in_steps & (trace.kind == int(EventKind.FRAMEWORK_OP)))[0]
-        warnings: list[str] = []
-        if len(op_rows):
-            attribution, unmatched, reasons = _attribute_graph_events(
-                trace, op_rows, view, options.fused_time_rule
-            )
-        else:
-            eager = np.array(
-                [n.startswith(EAGER_PREFIX) and "__inference_" not in n for n in trace.strings]
-            )
-            op_rows = np.nonzero(in_steps & eager[trace.name])[0]
-            steps = trace.rows_of_kind(EventKind.STEP).tolist()
-            windows = [(int(trace.ts_ns[r]), int(trace.end_ns[r])) for r in steps]
-            attribution, unmatched, reasons = _attribute_eager_events(trace, op_rows, view, windows)
-            warnings.append(
-                "eager trace: events carry op types but no node names; they were matched to ops "
-                "of the same type in IR order within each step, which is a guess when a type "
-                "repeats"
-            )
-        profiled_ns = int(trace.dur_ns[op_rows].sum())
-        return CorrelationResult(
-            opprofile=_opprofile(view, attribution, level, profiled_ns, trace_path, bundle),
-            coverage=self._coverage(
-                bundle, view, attribution, level, profiled_ns, unmatched, reasons, warnings
-            ),
-        )
+        return correlate_module(bundle, module, level, options)
 
-    def _coverage(
-        self,
-        bundle: RunBundle,
-        view: ModuleView,
-        attribution: Attribution,
-        level: str,
-        profiled_ns: int,
-        unmatched: dict[str, list[int]],
-        reasons: dict[str, str],
-        warnings: list[str],
-    ) -> Coverage:
-        runtime = _runtime_nodes(bundle)
-        op_reasons: dict[int, str] = {}
-        for position, info in enumerate(view.infos):
-            if position in attribution.durations:
-                continue
-            node = split_function_suffix(info.keys.name or "")[0]
-            if position in view.callee_of:
-                op_reasons[position] = (
-                    f"call inlined by the runtime: the ops of @{view.callee_of[position]} "
-                    "received its events as `<call>/<node>`"
-                )
-                continue
-            if runtime is None:
-                continue
+
+def correlate_module(
+    bundle: RunBundle,
+    module: ir.Module | ir.Operation,
+    level: str,
+    options: CorrelationOptions,
+) -> CorrelationResult:
+    """Join the bundle's XPlane trace to the ops of `module` (`level` IR, maybe transformed)."""
+    manifest = bundle.manifest()
+    if manifest.framework != "tf":
+        raise BundleError(f"{bundle.manifest_path}: framework is {manifest.framework!r}, not tf")
+    trace_path = _trace_file(bundle)
+    trace = read_trace(trace_path)
+    view = ModuleView.of(module)
+    in_steps = _step_mask(trace, str(manifest.options.get("step_marker", "irprof_step")))
+    op_rows = np.nonzero(in_steps & (trace.kind == int(EventKind.FRAMEWORK_OP)))[0]
+    warnings: list[str] = []
+    if len(op_rows):
+        attribution, unmatched, reasons = _attribute_graph_events(
+            trace, op_rows, view, options.fused_time_rule
+        )
+    else:
+        eager = np.array(
+            [n.startswith(EAGER_PREFIX) and "__inference_" not in n for n in trace.strings]
+        )
+        op_rows = np.nonzero(in_steps & eager[trace.name])[0]
+        steps = trace.rows_of_kind(EventKind.STEP).tolist()
+        windows = [(int(trace.ts_ns[r]), int(trace.end_ns[r])) for r in steps]
+        attribution, unmatched, reasons = _attribute_eager_events(trace, op_rows, view, windows)
+        warnings.append(
+            "eager trace: events carry op types but no node names; they were matched to ops "
+            "of the same type in IR order within each step, which is a guess when a type "
+            "repeats"
+        )
+    profiled_ns = int(trace.dur_ns[op_rows].sum())
+    return CorrelationResult(
+        opprofile=_opprofile(view, attribution, level, profiled_ns, trace_path, bundle),
+        coverage=_coverage(
+            bundle, view, attribution, level, profiled_ns, unmatched, reasons, warnings
+        ),
+    )
+
+
+def _coverage(
+    bundle: RunBundle,
+    view: ModuleView,
+    attribution: Attribution,
+    level: str,
+    profiled_ns: int,
+    unmatched: dict[str, list[int]],
+    reasons: dict[str, str],
+    warnings: list[str],
+) -> Coverage:
+    runtime = _runtime_nodes(bundle)
+    op_reasons: dict[int, str] = {}
+    for position, info in enumerate(view.infos):
+        if position in attribution.durations:
+            continue
+        node = split_function_suffix(info.keys.name or "")[0]
+        if position in view.callee_of:
             op_reasons[position] = (
-                "in the runtime graph after grappler, yet no event in the profiled steps"
-                if node in runtime
-                else NEVER_RAN
+                f"call inlined by the runtime: the ops of @{view.callee_of[position]} "
+                "received its events as `<call>/<node>`"
             )
-        events = [
-            UnmatchedEvent(name, sum(durs), len(durs), reasons[name])
-            for name, durs in unmatched.items()
-        ]
-        coverage = coverage_for(
-            [(info.op, info.key) for info in view.infos],
-            attribution.durations.keys(),
-            level=level,
-            profiled_ns=profiled_ns,
-            attributed_ns=attribution.attributed_ns,
-            unmatched_events=events,
-            reasons=op_reasons,
-            warnings=warnings,
+            continue
+        if runtime is None:
+            continue
+        op_reasons[position] = (
+            "in the runtime graph after grappler, yet no event in the profiled steps"
+            if node in runtime
+            else NEVER_RAN
         )
-        never_ran = sum(
-            1
-            for position, reason in op_reasons.items()
-            if reason.startswith(NEVER_RAN) and not is_trivial_op(view.infos[position].op_name)
-        )
-        executed = coverage.ops_nontrivial - never_ran
-        # Ops grappler removed do no work; this figure says how well the ops that ran matched.
-        return dataclasses.replace(
-            coverage,
-            extra={
-                "ops_nontrivial_never_ran": never_ran,
-                "nontrivial_coverage_of_executed": (
-                    coverage.ops_nontrivial_annotated / executed if executed > 0 else 0.0
-                ),
-            },
-        )
+    events = [
+        UnmatchedEvent(name, sum(durs), len(durs), reasons[name])
+        for name, durs in unmatched.items()
+    ]
+    coverage = coverage_for(
+        [(info.op, info.key) for info in view.infos],
+        attribution.durations.keys(),
+        level=level,
+        profiled_ns=profiled_ns,
+        attributed_ns=attribution.attributed_ns,
+        unmatched_events=events,
+        reasons=op_reasons,
+        warnings=warnings,
+    )
+    never_ran = sum(
+        1
+        for position, reason in op_reasons.items()
+        if reason.startswith(NEVER_RAN) and not is_trivial_op(view.infos[position].op_name)
+    )
+    executed = coverage.ops_nontrivial - never_ran
+    # Ops grappler removed do no work; this figure says how well the ops that ran matched.
+    return dataclasses.replace(
+        coverage,
+        extra={
+            "ops_nontrivial_never_ran": never_ran,
+            "nontrivial_coverage_of_executed": (
+                coverage.ops_nontrivial_annotated / executed if executed > 0 else 0.0
+            ),
+        },
+    )
 
 
 def _opprofile(

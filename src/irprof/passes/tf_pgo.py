@@ -23,7 +23,7 @@ from iree.compiler import ir
 from irprof.annotate import check_coverage
 from irprof.bundle import RunBundle
 from irprof.correlate.base import CorrelationOptions
-from irprof.correlate.tf import CORRELATOR
+from irprof.correlate.tf import CORRELATOR, correlate_module
 from irprof.errors import PipelineError
 from irprof.mlir.annotation import Layout, ModuleSummary, attach_summary
 from irprof.passes.annotate import apply_opprofile
@@ -53,8 +53,10 @@ class TfPgoPass:
                 f"{', '.join(CORRELATOR.levels)}"
             )
         bundle = RunBundle(Path(self.bundle))
-        result = CORRELATOR.correlate(
-            bundle, self.level, CorrelationOptions(fused_time_rule=self.fused_time_rule)
+        # Correlate against the module being compiled (not the bundle's file): coverage then
+        # says whether this very IR and the profile belong together.
+        result = correlate_module(
+            bundle, root, self.level, CorrelationOptions(fused_time_rule=self.fused_time_rule)
         )
         if not self.allow_low_coverage:
             check_coverage(result.coverage, bundle)

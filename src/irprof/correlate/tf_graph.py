@@ -1,0 +1,178 @@
+"""The IR side of the TF join: ops by runtime name, call graph, fused-kernel chains.
+
+`ModuleView` indexes a TF-dialect module once: runtime node names (from locations), the function
+each op belongs to, call ops and their callees, and producers, so the correlator can resolve a
+node name (including `<call>/<node>` names of runtime-inlined functions) and recover the chain of
+ops a grappler/oneDNN fused kernel stands for (`FUSION_RULES`).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from iree.compiler import ir
+
+from irprof.errors import CorrelationError
+from irprof.mlir.keys import OpInfo, derive_op_infos, split_function_suffix
+
+CALL_OPS = frozenset({"tf.StatefulPartitionedCall", "tf.PartitionedCall", "tf.LegacyCall"})
+KERNEL_PREFIXES = ("_MklNative", "_Mkl", "_")  # longest first
+MAX_CHAIN = 6
+
+
+def base_kernel_type(kernel_type: str) -> str:
+    """`_MklNativeFusedConv2D` -> `FusedConv2D`, `_MklMatMul` -> `MatMul`."""
+    for prefix in KERNEL_PREFIXES:
+        if kernel_type.startswith(prefix):
+            return kernel_type[len(prefix) :]
+    return kernel_type
+
+
+@dataclass
+class ModuleView:
+    """The IR level's ops with what the join needs: names, types, functions, producers."""
+
+    infos: list[OpInfo]
+    position_of: dict[ir.Operation, int]
+    function_of: list[str]
+    by_name: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
+    by_function_node: dict[tuple[str, str], list[int]] = field(
+        default_factory=lambda: defaultdict(list)
+    )
+    callee_of: dict[int, str] = field(default_factory=dict)
+    placeholders: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
+    entry_function: int | None = None
+
+    @staticmethod
+    def of(module: ir.Module | ir.Operation) -> ModuleView:
+        """Index every op of `module`."""
+        infos = derive_op_infos(module)
+        position_of = {info.op: i for i, info in enumerate(infos)}
+        function_of = [""] * len(infos)
+        view = ModuleView(infos, position_of, function_of)
+        current = ""
+        for position, info in enumerate(infos):
+            attributes = info.op.attributes
+            if info.op_name == "func.func":
+                current = ir.StringAttr(attributes["sym_name"]).value
+                if "tf.entry_function" in attributes or view.entry_function is None:
+                    view.entry_function = position
+                continue
+            function_of[position] = current
+            if info.op_name == "tf.Placeholder" and info.keys.name:
+                view.placeholders[info.keys.name.lower().replace("/", "_")].append(position)
+            if info.op_name in CALL_OPS and "f" in attributes:
+                view.callee_of[position] = ir.FlatSymbolRefAttr(attributes["f"]).value
+            for name in info.keys.names:
+                view.by_name[name].append(position)
+                # The `@function` suffix holds the FunctionDef's name, which the importer may
+                # have uniquified as a symbol (`hidden_98` -> `hidden_980`): key on the symbol.
+                view.by_function_node[(current, split_function_suffix(name)[0])].append(position)
+        return view
+
+    def entry_name(self) -> str:
+        """Symbol name of the entry function."""
+        if self.entry_function is None:
+            return ""
+        op = self.infos[self.entry_function].op
+        name: str = ir.StringAttr(op.attributes["sym_name"]).value
+        return name
+
+    def op_type(self, position: int) -> str:
+        """`Conv2D` for `tf.Conv2D`."""
+        return self.infos[position].op_name.removeprefix("tf.")
+
+    def producer(self, position: int, operand: int) -> int | None:
+        """Position of the op defining operand `operand` of the op at `position`."""
+        op = self.infos[position].op
+        if operand >= len(op.operands):
+            return None
+        owner = op.operands[operand].owner
+        if not isinstance(owner, ir.Operation):
+            owner = getattr(owner, "operation", None)
+            if not isinstance(owner, ir.Operation):
+                return None
+        return self.position_of.get(owner)
+
+    def resolve(self, node: str, function: str | None = None) -> list[int]:
+        """Positions of the ops a runtime node name designates (see module docstring)."""
+        if function is None:
+            found = self.by_name.get(node)
+            if found:
+                return found
+            scope = self.entry_name()
+        else:
+            found = self.by_function_node.get((function, node))
+            if found:
+                return found
+            scope = function
+        # `<call node>/<rest>`: the runtime inlined the callee under the call node's name.
+        parts = node.split("/")
+        for cut in range(1, len(parts)):
+            caller = "/".join(parts[:cut])
+            for call in self.by_function_node.get((scope, caller), []):
+                callee = self.callee_of.get(call)
+                if callee is not None:
+                    inner = self.resolve("/".join(parts[cut:]), callee)
+                    if inner:
+                        return inner
+        return []
+
+
+def _producer_chain(view: ModuleView, named: int, base: str) -> list[int]:
+    """From the named op, follow operand 0 back to an op of type `base`; base first."""
+    chain = [named]
+    current: int | None = named
+    while current is not None and len(chain) <= MAX_CHAIN:
+        if view.op_type(current) == base:
+            return chain[::-1]
+        current = view.producer(current, 0)
+        if current is not None:
+            chain.append(current)
+    return []
+
+
+def _bias_grad_siblings(view: ModuleView, named: int) -> list[int]:
+    """Conv2DBackpropFilter + the BiasAddGrad reading the same output gradient (operand 2)."""
+    gradient = view.producer(named, 2)
+    if gradient is None:
+        return [named]
+    siblings = [
+        position
+        for position, info in enumerate(view.infos)
+        if info.op_name == "tf.BiasAddGrad" and view.producer(position, 0) == gradient
+    ]
+    return [named, *siblings]
+
+
+FusionRule = Callable[[ModuleView, int], list[int]]
+# Kernel family (type without `_Mkl*`/`_` prefix) -> ops of the fused chain, base op first.
+FUSION_RULES: dict[str, FusionRule] = {
+    "FusedConv2D": lambda v, p: _producer_chain(v, p, "Conv2D"),
+    "FusedConv3D": lambda v, p: _producer_chain(v, p, "Conv3D"),
+    "FusedDepthwiseConv2dNative": lambda v, p: _producer_chain(v, p, "DepthwiseConv2dNative"),
+    "FusedMatMul": lambda v, p: _producer_chain(v, p, "MatMul"),
+    "FusedBatchMatMulV2": lambda v, p: _producer_chain(v, p, "BatchMatMulV2"),
+    "Conv2DBackpropFilterWithBias": _bias_grad_siblings,
+}
+
+
+def fused_chain(view: ModuleView, named: int, kernel_type: str) -> list[int]:
+    """The ops one kernel event covers; `[named]` unless the kernel fuses a chain."""
+    family = base_kernel_type(kernel_type)
+    rule = FUSION_RULES.get(family)
+    if rule is None or view.op_type(named) in (family, kernel_type.lstrip("_")):
+        return [named]
+    return rule(view, named) or [named]
+
+
+def share_time(duration: int, members: int, rule: str) -> list[int]:
+    """Split one fused event's duration over its chain (base op first); shares sum to it."""
+    if rule == "base":
+        return [duration] + [0] * (members - 1)
+    if rule not in ("default", "equal"):
+        raise CorrelationError(f"unknown fused_time_rule {rule!r}; known: default, equal, base")
+    share, rest = divmod(duration, members)
+    return [share + rest] + [share] * (members - 1)
