@@ -138,6 +138,24 @@ def test_hlo_text_fallback_gives_the_same_correlation() -> None:
     assert [e.key for e in fallback.opprofile.entries] == [e.key for e in normal.opprofile.entries]
 
 
+@pytest.mark.parametrize("name", ["mlp_run", "transformer_run"])
+def test_chrome_json_export_correlates_through_hlo_text(name: str) -> None:
+    """GIVEN the profiler's perfetto JSON (no HloProtos, no program ids) THEN ir/hlo.txt is used
+    and the same ops are annotated as from the XPlane of the same run."""
+    bundle = RunBundle(FIXTURES / name)
+    json_path = next(p for p in bundle.trace_paths() if p.name.endswith(".json.gz"))
+    trace = read_trace(json_path)
+    module_name = bundle.manifest().options["hlo_module"]
+    program, warnings = load_program(trace, module_name, bundle, json_path)
+    assert "hlo.txt" in warnings[0]
+    module = load_module(bundle.ir_path("stablehlo"), make_context())
+    from_json = correlate_program(module, trace, program, module_name)
+    assert from_json.coverage.time_coverage >= 0.95
+    assert {e.key for e in from_json.opprofile.entries} == {
+        e.key for e in correlate(name).opprofile.entries
+    }
+
+
 def test_annotate_writes_stablehlo_that_reparses_with_profiles(tmp_path: Path) -> None:
     """GIVEN `irprof annotate` on the bundle THEN annotated/stablehlo.mlir parses with the
     bindings and its dot_general ops carry an irprof.profile with positive time."""
