@@ -82,7 +82,7 @@ TRUNCATED = "module {\n  func.func @f() {\n    return\n"
         (b"hello world\n", "", "in.mlir:1:1: error: custom op 'hello' is unknown"),
         (TRUNCATED.encode(), "", "in.mlir:3:11: error: expected operation name"),
         (b"", "", "empty input"),
-        (GOOD.read_bytes(), "builtin.module(canonicalise)", "unknown pass 'canonicalise'"),
+        (GOOD.read_bytes(), "builtin.module(canonicalise)", "did you mean canonicalize"),
         (GOOD.read_bytes(), "builtin.module(irprof-strp)", "did you mean irprof-strip"),
         (
             GOOD.read_bytes(),

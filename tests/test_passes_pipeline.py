@@ -52,7 +52,7 @@ def test_pipeline_splits_into_native_runs_and_irprof_steps() -> None:
     ("pipeline", "message"),
     [
         ("builtin.module(irprof-anotate{profile=p})", "did you mean irprof-annotate"),
-        ("builtin.module(canonicalise)", "unknown pass 'canonicalise'"),
+        ("builtin.module(canonicalise)", "did you mean canonicalize"),
         ("builtin.module(irprof-annotate{profile=p attr=xml})", "'attr=xml' is invalid"),
         ("builtin.module(irprof-annotate)", "missing required option(s) profile"),
         ("builtin.module(irprof-stamp-origin{lvl=x})", "unknown option 'lvl'"),

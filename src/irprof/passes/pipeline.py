@@ -9,6 +9,9 @@ cannot be named inside a textual pipeline string (FRAMEWORKS.md), hence the spli
 from __future__ import annotations
 
 import difflib
+import functools
+import subprocess
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -125,8 +128,33 @@ def parse_options(text: str, pass_name: str) -> dict[str, str]:
     return options
 
 
+@functools.cache
+def native_pass_names() -> tuple[str, ...]:
+    """Pass names `iree-opt --help` lists (same compiler build as the bindings), for hints.
+
+    The Python bindings cannot enumerate registered passes; this runs only on the error path.
+    """
+    tool = Path(sys.executable).parent / "iree-opt"
+    if not tool.exists():
+        return ()
+    try:
+        text = subprocess.run(
+            [str(tool), "--help"], capture_output=True, text=True, timeout=30, check=False
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return ()
+    _, _, passes = text.partition("Passes:")
+    # Pass flags are indented by exactly six spaces; their own options by eight.
+    return tuple(
+        line[8:].split()[0]
+        for line in passes.splitlines()
+        if line.startswith("      --") and not line.startswith("       ")
+    )
+
+
 def _unknown_pass(name: str, detail: str) -> PipelineError:
-    close = difflib.get_close_matches(name, get_all_passes().names(), n=3, cutoff=0.5)
+    candidates = [*get_all_passes().names(), *native_pass_names()]
+    close = difflib.get_close_matches(name, candidates, n=3, cutoff=0.6)
     hint = f"; did you mean {', '.join(close)}?" if close else ""
     return PipelineError(
         f"unknown pass '{name}' (not an irprof pass: {', '.join(get_all_passes().names())}; "
