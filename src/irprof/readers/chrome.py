@@ -35,7 +35,7 @@ import numpy as np
 import numpy.typing as npt
 
 from irprof.errors import TraceFormatError
-from irprof.readers.chrome_flows import FLOW_END, FLOW_START, FLOW_STEP, FlowPoints, bind_flows
+from irprof.readers.chrome_flows import FLOW_END, FLOW_START, FlowPoints, bind_flows
 from irprof.readers.chrome_pairing import pair_begin_end
 from irprof.trace.model import EventKind, Flows, Trace, Tracks
 
@@ -98,7 +98,9 @@ class _ExactTime(msgspec.Struct, gc=False):
 # Below this many microseconds a float64 `ts` is exact to the nanosecond (ulp < 1e-3 us).
 FLOAT_EXACT_LIMIT_US = float(2**42)
 
-_decode_top = msgspec.json.Decoder(dict[str, msgspec.Raw] | list[msgspec.Raw])
+_decode_top = msgspec.json.Decoder(
+    dict[str, msgspec.Raw] | list[msgspec.Raw] | str | float | bool | None
+)
 _decode_events = msgspec.json.Decoder(list[ChromeEvent])
 _decode_any = msgspec.json.Decoder()
 _decode_exact_times = msgspec.json.Decoder(list[_ExactTime])
@@ -125,33 +127,46 @@ def _numeric_id(value: int | str) -> int:
 class _TopLevel:
     events: list[ChromeEvent]
     fields: dict[str, Any]
-    raw_events: bytes
+    raw_events: bytes | msgspec.Raw  # the event array's JSON text, not copied
 
 
 def _decode(path: Path, data: bytes) -> _TopLevel:
+    if data.lstrip(_WHITESPACE)[:1] == b"[":
+        return _decode_array(path, data)
     try:
         top = _decode_top.decode(data)
     except msgspec.DecodeError as exc:
-        stripped = data.rstrip(_WHITESPACE)
-        # The array form may legally lack its closing bracket (a trace written as it streamed).
-        if stripped.lstrip(_WHITESPACE).startswith(b"[") and not stripped.endswith(b"]"):
-            return _decode(path, stripped.rstrip(b",") + b"]")
         raise TraceFormatError(path, f"not valid JSON: {exc}") from exc
-    if isinstance(top, list):
-        raw_events, fields = data, {}
-    else:
-        if "traceEvents" not in top:
-            keys = ", ".join(sorted(top)[:8]) or "none"
-            raise TraceFormatError(
-                path, f"JSON object is not a Chrome trace: no 'traceEvents' (keys: {keys})"
-            )
-        raw_events = bytes(top.pop("traceEvents"))
-        fields = {key: _decode_any.decode(value) for key, value in top.items()}
+    if not isinstance(top, dict) or "traceEvents" not in top:
+        keys = ", ".join(sorted(top)[:8]) if isinstance(top, dict) else "none"
+        raise TraceFormatError(
+            path, f"JSON object is not a Chrome trace: no 'traceEvents' (keys: {keys or 'none'})"
+        )
+    # The event array is decoded straight from its span of the input: no copy of the text.
+    raw_events = top.pop("traceEvents")
+    fields = {key: _decode_any.decode(value) for key, value in top.items()}
+    return _TopLevel(_decode_event_list(path, raw_events), fields, raw_events)
+
+
+def _decode_array(path: Path, data: bytes) -> _TopLevel:
+    """The bare-array form, which may legally lack its closing bracket (written as it streamed)."""
     try:
-        events = _decode_events.decode(raw_events)
+        return _TopLevel(_decode_event_list(path, data), {}, data)
+    except TraceFormatError:
+        stripped = data.rstrip(_WHITESPACE)
+        if stripped.endswith(b"]"):
+            raise
+        closed = stripped.rstrip(b",") + b"]"
+        return _TopLevel(_decode_event_list(path, closed), {}, closed)
+
+
+def _decode_event_list(path: Path, raw_events: bytes | msgspec.Raw) -> list[ChromeEvent]:
+    try:
+        return _decode_events.decode(raw_events)
     except msgspec.ValidationError as exc:
         raise TraceFormatError(path, f"not a Chrome trace event list: {exc}") from exc
-    return _TopLevel(events, fields, raw_events)
+    except msgspec.DecodeError as exc:
+        raise TraceFormatError(path, f"not valid JSON: {exc}") from exc
 
 
 def _kinds(
@@ -162,7 +177,9 @@ def _kinds(
     )
     kinds = kind_of_cat[cat_ids] if len(cats) else np.zeros(len(events), np.int8)
     known = np.array([cat in KIND_BY_CATEGORY for cat in cats], dtype=np.bool_)
-    unknown_rows = np.nonzero(~known[cat_ids])[0] if len(cats) else np.arange(len(events))
+    # Only slices need a closer look; flow and metadata events never become rows.
+    is_slice = (phase == PHASE_SLICE) | (phase == PHASE_BEGIN)
+    unknown_rows = np.nonzero(is_slice & ~known[cat_ids])[0] if len(cats) else np.zeros(0, int)
     for row in unknown_rows.tolist():
         event = events[row]
         args = bytes(event.args)
@@ -363,19 +380,17 @@ def _flows(
     flow_rows = np.nonzero(phase_all >= PHASE_FLOW_START)[0]
     if len(flow_rows) == 0:
         return Flows.empty(), 0
-    flow_list = flow_rows.tolist()
-    phase_of = {PHASE_FLOW_START: FLOW_START, PHASE_FLOW_STEP: FLOW_STEP, PHASE_FLOW_END: FLOW_END}
-    phase = np.array([phase_of[int(phase_all[row])] for row in flow_list], dtype=np.int8)
-    keys = [(events[row].cat, str(events[row].id)) for row in flow_list]
-    ids = [events[row].id for row in flow_list]
+    flow_events = [events[row] for row in flow_rows.tolist()]
+    phase = (phase_all[flow_rows] - (PHASE_FLOW_START - FLOW_START)).astype(np.int8)
+    key_ids, _keys = _intern([(event.cat, event.id) for event in flow_events])
+    ids = [event.id for event in flow_events]
+    binds_next = np.array([event.bp != "e" for event in flow_events], dtype=np.bool_)
     points = FlowPoints(
         track=track_all[flow_rows].astype(np.int64),
         ts_ns=ts_all[flow_rows],
         phase=phase,
-        bind_enclosing=np.array(
-            [events[row].ph != "f" or events[row].bp == "e" for row in flow_list], dtype=np.bool_
-        ),
-        key=keys,
+        bind_enclosing=~((phase == FLOW_END) & binds_next),
+        key=key_ids,
         flow_id=np.array(
             [_numeric_id(value) if value is not None else 0 for value in ids], dtype=np.int64
         ),

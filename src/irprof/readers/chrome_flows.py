@@ -10,7 +10,6 @@ The common case (a flow point at the start of its slice) is found with one vecto
 
 from __future__ import annotations
 
-from collections import defaultdict
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,7 +33,7 @@ class FlowPoints:
     ts_ns: I64
     phase: npt.NDArray[np.int8]  # FLOW_START / FLOW_STEP / FLOW_END
     bind_enclosing: npt.NDArray[np.bool_]  # False only for `f` without bp == "e"
-    key: list[tuple[str, str]]  # (category, id): points sharing a key form one flow
+    key: I64  # interned (category, id): points sharing a key form one flow
     flow_id: I64  # the numeric id written in the trace (a hash when it was a string)
     order: I64  # position in the file, to order points with equal timestamps
 
@@ -88,29 +87,27 @@ def bind_flows(
             points.ts_ns[mine],
             points.bind_enclosing[mine],
         )
-    chains: dict[tuple[str, str], list[int]] = defaultdict(list)
-    for point, key in enumerate(points.key):
-        chains[key].append(point)
-    src: list[int] = []
-    dst: list[int] = []
-    ids: list[int] = []
-    for members in chains.values():
-        # Chrome orders a flow's points by time; file order breaks ties (s before f at one ts).
-        members.sort(key=lambda point: (int(points.ts_ns[point]), int(points.order[point])))
-        previous = -1
-        for point in members:
-            row = int(bound[point])
-            if row < 0:
-                continue
-            if previous >= 0 and previous != row:
-                src.append(previous)
-                dst.append(row)
-                ids.append(int(points.flow_id[point]))
-            # A flow end closes the chain; a later point with the same key starts a new one.
-            previous = -1 if int(points.phase[point]) == FLOW_END else row
-    flows = Flows(
-        np.asarray(src, dtype=np.int32),
-        np.asarray(dst, dtype=np.int32),
-        np.asarray(ids, dtype=np.int64),
+    # Chrome orders a flow's points by time; file order breaks ties (s before f at one instant).
+    # Unbound points are skipped; a flow end closes its chain, so a later point with the same
+    # key starts a new one.
+    bound_points = np.nonzero(bound >= 0)[0]
+    order = bound_points[
+        np.lexsort(
+            (
+                points.order[bound_points],
+                points.ts_ns[bound_points],
+                points.key[bound_points],
+            )
+        )
+    ]
+    previous, following = order[:-1], order[1:]
+    linked = (
+        (points.key[previous] == points.key[following])
+        & (points.phase[previous] != FLOW_END)
+        & (bound[previous] != bound[following])
     )
+    src = bound[previous[linked]]
+    dst = bound[following[linked]]
+    ids = points.flow_id[previous[linked]]
+    flows = Flows(src.astype(np.int32), dst.astype(np.int32), ids.astype(np.int64))
     return flows, int(np.count_nonzero(bound < 0))

@@ -1,0 +1,238 @@
+"""Reader and DAG benchmark: irprof vs a bare `orjson.loads` vs HolisticTraceAnalysis's parser.
+
+    .venv/bin/python benchmarks/bench_readers.py [--events 2000000] [--skip-hta]
+
+Generates once (cached in benchmarks/.cache/, not committed) a Kineto-style trace: CPU ops with
+shapes and call stacks, CUDA runtime launches, GPU kernels and `ac2g` flow pairs, in the layout
+PyTorch's profiler writes. Each reader runs in its own fresh subprocess so that its peak RSS
+(`ru_maxrss`) is its own. HTA (`holistictraceanalysis` from PyPI) gets its own virtualenv in
+benchmarks/.cache/hta-venv, created on first use, because its dependencies (pandas, plotly, ...)
+are not irprof's; its parser entry point is `hta.common.trace_parser.parse_trace_dataframe`
+with the default `ParserConfig` (what `TraceAnalysis` calls per rank). Then the causal and
+levels event DAG is built on the first 250k, 500k and 1M events to show n log n growth.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+CACHE = HERE / ".cache"
+HTA_VENV = CACHE / "hta-venv"
+# The modules HTA imports; its jupyterlab and pytest install requirements are never imported.
+HTA_REQUIREMENTS = [
+    "holistictraceanalysis==0.5.0",
+    *("pandas", "plotly", "pydot", "networkx", "psutil", "pyyaml"),
+]
+DAG_SIZES = (250_000, 500_000, 1_000_000)
+
+# Each snippet prints one JSON line: {"seconds": ..., "events": ..., "rss_mb": ...}.
+RUSAGE = "import resource; rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024"
+SNIPPETS = {
+    "orjson.loads": f"""
+import json, sys, time, orjson
+path = sys.argv[1]
+start = time.perf_counter()
+with open(path, 'rb') as handle:
+    document = orjson.loads(handle.read())
+seconds = time.perf_counter() - start
+{RUSAGE}
+print(json.dumps({{"seconds": seconds, "events": len(document["traceEvents"]), "rss_mb": rss_mb}}))
+""",
+    "irprof read_trace": f"""
+import json, sys, time
+from irprof.readers import read_trace
+import irprof.readers.chrome
+path = sys.argv[1]
+start = time.perf_counter()
+trace = read_trace(path)
+seconds = time.perf_counter() - start
+{RUSAGE}
+print(json.dumps({{"seconds": seconds, "events": len(trace) + len(trace.flows) * 2,
+                  "rss_mb": rss_mb}}))
+""",
+    "HTA parse_trace_dataframe": f"""
+import json, logging, sys, time
+logging.disable(logging.WARNING)
+from hta.common.trace_parser import parse_trace_dataframe
+from hta.configs.parser_config import ParserConfig
+path = sys.argv[1]
+start = time.perf_counter()
+meta, frame, symbols = parse_trace_dataframe(path, ParserConfig.get_default_cfg())
+seconds = time.perf_counter() - start
+{RUSAGE}
+print(json.dumps({{"seconds": seconds, "events": len(frame), "rss_mb": rss_mb}}))
+""",
+}
+
+DAG_SNIPPET = """
+import json, sys, time
+import numpy as np
+from irprof.readers import read_trace
+from irprof.dag import build_event_dag
+trace = read_trace(sys.argv[1])
+for size in [int(value) for value in sys.argv[2].split(",")]:
+    part = trace.select(np.arange(size, dtype=np.int64))
+    for mode in ("causal", "levels"):
+        start = time.perf_counter()
+        dag = build_event_dag(part, mode)
+        seconds = time.perf_counter() - start
+        print(json.dumps({"events": size, "mode": mode, "seconds": seconds,
+                          "edges": dag.edge_count}))
+"""
+
+
+def kineto_event_lines(events: int, seed: int = 0) -> list[bytes]:
+    """`events` trace events shaped like PyTorch profiler output (flows count as events)."""
+    rng = random.Random(seed)
+    lines: list[bytes] = []
+    ts = 100.0
+    correlation = 0
+    shapes = ["[[8, 512], [512, 512], [512]]", "[[8, 3, 224, 224], [64, 3, 7, 7]]", "[[8, 512]]"]
+    while len(lines) < events:
+        correlation += 1
+        op_dur = round(rng.uniform(20, 200), 3)
+        stack = (
+            "model.py(42): forward;nn.Module: Linear_0;torch/nn/modules/module.py(1782): _call_impl"
+        )
+        lines.append(
+            b'{"ph": "X", "cat": "cpu_op", "name": "aten::linear", "pid": 4242, "tid": 4242, '
+            b'"ts": %.3f, "dur": %.3f, "args": {"External id": %d, "Sequence number": %d, '
+            b'"Fwd thread id": 0, "Record function id": 0, "Input Dims": %s, '
+            b'"Input type": ["float", "float", "float"], "Call stack": "%s", "Ev Idx": %d}}'
+            % (ts, op_dur, correlation, correlation, rng.choice(shapes).encode(),
+               stack.encode(), len(lines))
+        )  # fmt: skip
+        inner = ts + 2.0
+        lines.append(
+            b'{"ph": "X", "cat": "cpu_op", "name": "aten::addmm", "pid": 4242, "tid": 4242, '
+            b'"ts": %.3f, "dur": %.3f, "args": {"External id": %d, "Input Dims": %s, '
+            b'"Ev Idx": %d}}' % (inner, op_dur - 4.0, correlation, rng.choice(shapes).encode(),
+                                 len(lines))
+        )  # fmt: skip
+        launch = inner + 3.0
+        lines.append(
+            b'{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 4242, '
+            b'"tid": 4242, "ts": %.3f, "dur": 5.125, "args": {"External id": %d, '
+            b'"cbid": 211, "correlation": %d}}' % (launch, correlation, correlation)
+        )
+        kernel_ts = launch + rng.uniform(5, 30)
+        lines.append(
+            b'{"ph": "X", "cat": "kernel", "name": "ampere_sgemm_128x64_tn", "pid": 0, '
+            b'"tid": 7, "ts": %.3f, "dur": %.3f, "args": {"External id": %d, "queued": 0, '
+            b'"device": 0, "context": 1, "stream": 7, "correlation": %d, "registers per thread": '
+            b'122, "shared memory": 16384, "blocks per SM": 1.5, "warps per SM": 6, '
+            b'"grid": [64, 2, 1], "block": [128, 1, 1], "est. achieved occupancy %%": 12}}'
+            % (kernel_ts, rng.uniform(3, 80), correlation, correlation)
+        )
+        lines.append(
+            b'{"ph": "s", "id": %d, "pid": 4242, "tid": 4242, "ts": %.3f, "cat": "ac2g", '
+            b'"name": "ac2g"}' % (correlation, launch)
+        )
+        lines.append(
+            b'{"ph": "f", "id": %d, "pid": 0, "tid": 7, "ts": %.3f, "cat": "ac2g", '
+            b'"name": "ac2g", "bp": "e"}' % (correlation, kernel_ts)
+        )
+        ts += op_dur + rng.uniform(1, 10)
+    return lines[:events]
+
+
+def cached_trace(events: int) -> Path:
+    """The generated trace, written once per size."""
+    path = CACHE / f"kineto_{events}.json"
+    if path.exists():
+        return path
+    CACHE.mkdir(parents=True, exist_ok=True)
+    header = (
+        b'{\n  "schemaVersion": 1,\n  "deviceProperties": [],\n  "displayTimeUnit": "ms",\n'
+        b'  "baseTimeNanoseconds": 1790000000000000000,\n  "traceEvents": [\n'
+    )
+    body = b",\n".join(b"  " + line for line in kineto_event_lines(events))
+    partial = path.with_suffix(".tmp")
+    partial.write_bytes(header + body + b'\n  ],\n  "traceName": "bench"\n}\n')
+    partial.replace(path)
+    return path
+
+
+def hta_python() -> Path:
+    """Python of a virtualenv holding HolisticTraceAnalysis, created on first use."""
+    python = HTA_VENV / "bin" / "python"
+    if not python.exists():
+        venv.EnvBuilder(with_pip=True).create(HTA_VENV)
+        install = [str(python), "-m", "pip", "install", "--quiet", "--no-deps"]
+        subprocess.run([*install, HTA_REQUIREMENTS[0]], check=True)
+        subprocess.run(
+            [str(python), "-m", "pip", "install", "--quiet", *HTA_REQUIREMENTS[1:]], check=True
+        )
+    return python
+
+
+def run_reader(python: Path, label: str, trace: Path) -> dict[str, float]:
+    """One reader in a fresh interpreter; its JSON line of figures."""
+    done = subprocess.run(
+        [str(python), "-c", SNIPPETS[label], str(trace)], capture_output=True, text=True
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"{label} failed:\n{done.stderr[-3000:]}")
+    figures: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
+    return figures
+
+
+def main() -> None:
+    """Run the benchmark and print figures and ratios."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=2_000_000)
+    parser.add_argument("--skip-hta", action="store_true")
+    parser.add_argument("--skip-dag", action="store_true")
+    options = parser.parse_args()
+
+    trace = cached_trace(options.events)
+    size_mb = trace.stat().st_size / 2**20
+    print(f"trace: {trace.name}, {options.events:,} events, {size_mb:,.0f} MB")
+    python = Path(sys.executable)
+    results = {
+        "orjson.loads": run_reader(python, "orjson.loads", trace),
+        "irprof read_trace": run_reader(python, "irprof read_trace", trace),
+    }
+    if not options.skip_hta:
+        results["HTA parse_trace_dataframe"] = run_reader(
+            hta_python(), "HTA parse_trace_dataframe", trace
+        )
+    print(f"{'reader':28} {'wall s':>8} {'events/s':>12} {'peak RSS MB':>12}")
+    for label, figures in results.items():
+        rate = options.events / figures["seconds"]
+        print(f"{label:28} {figures['seconds']:8.2f} {rate:12,.0f} {figures['rss_mb']:12,.0f}")
+    ours = results["irprof read_trace"]
+    speedup = results["orjson.loads"]["seconds"] / ours["seconds"]
+    print(f"irprof vs orjson.loads: {speedup:.2f}x faster")
+    if "HTA parse_trace_dataframe" in results:
+        hta = results["HTA parse_trace_dataframe"]
+        print(f"irprof vs HTA: {hta['seconds'] / ours['seconds']:.1f}x faster, "
+              f"{ours['rss_mb'] / hta['rss_mb']:.2f}x the peak memory")  # fmt: skip
+
+    sizes = [size for size in DAG_SIZES if size <= options.events]
+    if options.skip_dag or not sizes:
+        return
+    done = subprocess.run(
+        [str(python), "-c", DAG_SNIPPET, str(trace), ",".join(map(str, sizes))],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    print(f"{'DAG events':>10} {'mode':>7} {'seconds':>8} {'edges':>10} {'us per n log2 n':>16}")
+    for line in done.stdout.strip().splitlines():
+        row = json.loads(line)
+        per = row["seconds"] / (row["events"] * math.log2(row["events"])) * 1e6
+        print(f"{row['events']:>10,} {row['mode']:>7} {row['seconds']:8.2f} {row['edges']:>10,} "
+              f"{per:16.4f}")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
