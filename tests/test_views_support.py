@@ -7,8 +7,12 @@ bundle is laid out exactly as `irprof capture` + `irprof annotate` lay it out.
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
+import pytest
+
+from irprof.annotate import annotate_bundle
 from irprof.bundle import Manifest, RunBundle
 from irprof.coverage import Coverage, UnmatchedEvent, UnmatchedOp, save_coverages
 from irprof.mlir.annotation import ModuleSummary, attach_profile, attach_summary
@@ -17,6 +21,7 @@ from irprof.mlir.keys import derive_op_infos
 from irprof.mlir.load import parse_module, write_module
 from irprof.opprofile import ProfileData
 
+FIXTURES = Path(__file__).parent / "fixtures"
 HOSTILE = '<script>alert("x")</script>\'&'
 
 # (op kind, node name, measured ns or None); inputs chain through the previous result.
@@ -124,3 +129,35 @@ def make_bundle(root: Path, *, hostile: bool = False, annotate: bool = True) -> 
     write_module(bundle.annotated_path("tf"), module)
     save_coverages(bundle.coverage_path, {"tf": coverage})
     return bundle
+
+
+def annotate_copy(source: Path, destination: Path) -> RunBundle:
+    """Copy a shipped real capture and annotate it with the project's own `annotate_bundle`."""
+    shutil.copytree(source, destination)
+    bundle = RunBundle(destination)
+    annotate_bundle(bundle)
+    return bundle
+
+
+@pytest.fixture(scope="session", name="tf_bundle")
+def fixture_tf_bundle(tmp_path_factory: pytest.TempPathFactory) -> RunBundle:
+    """The real TF CNN capture (tests/fixtures/tf/cnn-infer), annotated once per session."""
+    return annotate_copy(FIXTURES / "tf" / "cnn-infer", tmp_path_factory.mktemp("tf") / "run")
+
+
+@pytest.fixture(scope="session", name="jax_bundle")
+def fixture_jax_bundle(tmp_path_factory: pytest.TempPathFactory) -> RunBundle:
+    """The real JAX MLP capture (tests/fixtures/jax/mlp_run), annotated once per session."""
+    return annotate_copy(FIXTURES / "jax" / "mlp_run", tmp_path_factory.mktemp("jax") / "run")
+
+
+@pytest.fixture(name="synthetic_bundle")
+def fixture_synthetic_bundle(tmp_path: Path) -> RunBundle:
+    """The small TF-shaped bundle built in code."""
+    return make_bundle(tmp_path / "run")
+
+
+@pytest.fixture(name="hostile_bundle")
+def fixture_hostile_bundle(tmp_path: Path) -> RunBundle:
+    """A bundle whose op, kernel, event and model names hold `<script>`, quotes and `&`."""
+    return make_bundle(tmp_path / "evil", hostile=True)

@@ -25,7 +25,7 @@ class OpRef:
     op_index: int
     name: str  # runtime name, else op kind
     op_name: str
-    location: str  # innermost source position, else the compact location
+    location: str  # first user-code frame, else the compact location
     function: str
 
 
@@ -50,7 +50,7 @@ class TraceExport:
                     op_index=op.index,
                     name=op.display_name,
                     op_name=op.op_name,
-                    location=op.source or op.location,
+                    location=op.user_source or op.location,
                     function=op.function,
                 )
                 for kernel in op.profile.kernels:

@@ -53,7 +53,7 @@ def _op(op: ProfiledOp, ir_text: str | None) -> dict[str, Any]:
         "function": op.function,
         "name": op.runtime_name,
         "scope": op.scope,
-        "source": op.source,
+        "source": op.user_source,
         "location": op.location,
         "profile": op.profile.to_json() if op.profile else None,
         "ir": ir_text,

@@ -1,0 +1,122 @@
+"""The HTML report in a real headless Chromium (Debian's `chromium`, driven by Playwright).
+
+Screenshots land in tests/artifacts/ (git-ignored) so CI can keep them.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_views_support import (  # noqa: F401  (fixtures are found by their names)
+    HOSTILE,
+    fixture_hostile_bundle,
+    fixture_tf_bundle,
+)
+
+from irprof.analyses.report_data import build_report_data
+from irprof.bundle import RunBundle
+from irprof.fileio import write_bytes_atomic
+from irprof.renderers.report_html import RENDERER
+
+playwright_api = pytest.importorskip("playwright.sync_api")
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+ARTIFACTS = Path(__file__).parent / "artifacts"
+# Offline, quiet, deterministic: no network services, no first-run UI, no GPU.
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="needs Debian's chromium"),
+]
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    with playwright_api.sync_playwright() as driver:
+        instance = driver.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield instance
+        instance.close()
+
+
+def open_report(browser: Any, bundle: RunBundle) -> tuple[Any, list[str]]:
+    """Write the bundle's report and open it from disk; collects console errors and dialogs."""
+    write_bytes_atomic(bundle.report_path, RENDERER.render(build_report_data(bundle)))
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    problems: list[str] = []
+    page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: problems.append(str(e)))
+    page.on("dialog", lambda d: (problems.append(f"dialog: {d.message}"), d.dismiss()))
+    page.on(
+        "request",
+        lambda r: None if r.url.startswith(("file:", "data:")) else problems.append(r.url),
+    )
+    page.goto(bundle.report_path.resolve().as_uri())
+    page.wait_for_selector("nav button")
+    return page, problems
+
+
+def shoot(page: Any, name: str) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / name), full_page=True)
+
+
+def test_report_loads_clicks_and_searches(browser: Any, tf_bundle: RunBundle) -> None:
+    page, problems = open_report(browser, tf_bundle)
+    assert "time coverage" in page.inner_text("main")
+    shoot(page, "report_summary.png")
+
+    page.click("nav button[data-tab=hotspots]")
+    hottest = page.inner_text("#hotspot-table tbody tr:first-child td:first-child")
+    page.click("#hotspot-table tbody tr:first-child")
+    details = page.inner_text("#op-details")
+    assert hottest in details
+    assert "irprof.profile" in page.inner_text("#op-details pre")  # the op's annotated IR
+    shoot(page, "report_hotspots.png")
+
+    page.fill("#hotspot-filter", "MatMul")
+    rows = page.locator("#hotspot-table tbody tr")
+    assert rows.count() >= 1
+    assert all("MatMul" in rows.nth(i).inner_text() for i in range(rows.count()))
+
+    page.click("nav button[data-tab=graph]")
+    page.wait_for_selector("#graph-view svg g.node")
+    page.fill("#graph-search", "conv")
+    assert page.locator("#graph-view g.node.match").count() >= 1
+    assert "match" in page.inner_text("#graph-status")
+    page.locator("#graph-view g.node.match").first.click()
+    assert "conv" in page.inner_text("#node-details").lower()
+    shoot(page, "report_graph.png")
+
+    page.click("nav button[data-tab=dag]")
+    page.wait_for_selector("#dag-view svg g.node")
+    page.click("nav button[data-tab=gaps]")
+    assert "Unattributed events" in page.inner_text("main")
+    assert problems == []
+
+
+def test_hostile_names_render_as_text(browser: Any, hostile_bundle: RunBundle) -> None:
+    page, problems = open_report(browser, hostile_bundle)
+    assert HOSTILE in page.inner_text("header")  # model name shown literally
+    page.click("nav button[data-tab=hotspots]")
+    assert f"sequential/{HOSTILE}/MatMul" in page.inner_text("#hotspot-table")
+    page.click("nav button[data-tab=graph]")
+    page.wait_for_selector("#graph-view svg g.node")
+    page.click("nav button[data-tab=gaps]")
+    assert f"{HOSTILE}:_Retval" in page.inner_text("main")
+    assert page.evaluate("document.scripts.length") == 2  # the data block and the app
+    assert page.evaluate("document.querySelectorAll('svg script').length") == 0
+    shoot(page, "report_hostile.png")
+    assert problems == []
