@@ -12,11 +12,13 @@ from typing import Any
 
 import pytest
 
-from irprof.correlate.hlo import decode_hlo_proto
-from irprof.correlate.hlo_attribution import thunk_events
+from irprof.correlate.hlo import HloInstructionInfo, HloModuleInfo, decode_hlo_proto
+from irprof.correlate.hlo_attribution import plan_kernel, thunk_events
+from irprof.correlate.hlo_ir_index import IrOpIndex
 from irprof.correlate.hlo_proto import hlo_pb2
 from irprof.correlate.jax import correlate_program
 from irprof.mlir.context import make_context
+from irprof.mlir.keys import derive_op_infos
 from irprof.mlir.load import parse_module
 from irprof.opprofile import OpProfileEntry
 from irprof.trace.builder import TraceBuilder
@@ -296,3 +298,38 @@ def test_op_missing_from_the_compiled_program_is_reported_as_removed() -> None:
     assert reasons["stablehlo.negate"].startswith("removed by XLA")
     assert coverage.extra["ops_removed_by_xla"] == 1  # type: ignore[attr-defined]
     assert coverage.nontrivial_coverage == pytest.approx(1.0)  # type: ignore[attr-defined]
+
+
+MOVES = """
+module @jit_g {
+  func.func public @main(%x: tensor<4x8x3xf32>) -> tensor<32x3xf32> {
+    %0 = stablehlo.transpose %x, dims = [1, 0, 2] : (tensor<4x8x3xf32>) -> tensor<8x4x3xf32> loc(#t)
+    %1 = stablehlo.reshape %0 : (tensor<8x4x3xf32>) -> tensor<32x3xf32> loc(#r)
+    return %1 : tensor<32x3xf32>
+  }
+}
+#t = loc("jit(g)/transpose"("g.py":20:8))
+#r = loc("jit(g)/reshape"("g.py":21:8))
+"""
+
+
+def _info(name: str, opcode: str, op_name: str, line: int, elements: int) -> HloInstructionInfo:
+    return HloInstructionInfo(name, opcode, op_name, (f"g.py:{line}:8",), 0.0, elements, "f", ())
+
+
+def test_data_movement_fusion_is_shared_by_elements_written() -> None:
+    """GIVEN a fusion of a transpose (96 elements written), a copy (32) and a bitcast (free)
+    THEN the FLOP rule, with no FLOPs to weigh, gives 3/4 and 1/4."""
+    members = {
+        "transpose.1": _info("transpose.1", "transpose", "jit(g)/transpose", 20, 96),
+        "copy.1": _info("copy.1", "copy", "jit(g)/reshape", 21, 32),
+        "bitcast.1": _info("bitcast.1", "bitcast", "jit(g)/reshape", 21, 96),
+    }
+    fusion = HloInstructionInfo("f.1", "fusion", "jit(g)/transpose", (), 0.0, 96, "main", ("f",))
+    program = HloModuleInfo(
+        "jit_g", 1, {"f.1": fusion, **members}, {"main": ("f.1",), "f": tuple(members)}
+    )
+    index = IrOpIndex(derive_op_infos(parse_module(MOVES, make_context())))
+    plan = plan_kernel(program, index, "f.1", "flops")
+    shares = {instruction: fraction for fraction, _, instruction in plan.shares}
+    assert shares == {"transpose.1": 0.75, "copy.1": 0.25, "bitcast.1": 0.0}

@@ -68,6 +68,7 @@ class HloInstructionInfo:
     op_name: str  # OpMetadata.op_name: the framework's scoped name (`jit(f)/dot_general`)
     chain: tuple[str, ...]  # source frames `file:line:col`, innermost first
     flops: float
+    elements: int  # elements of the result: the data a data-movement instruction writes
     computation: str
     called: tuple[str, ...]  # names of called computations
 
@@ -245,6 +246,7 @@ def decode_hlo_proto(data: bytes, program_id: int = -1, *, what: str = "HloProto
                 op_name=metadata.op_name,
                 chain=chain,
                 flops=flops,
+                elements=_shape_elements(instr.shape),
                 computation=computation.name,
                 called=tuple(
                     computation_names[c]
@@ -345,6 +347,7 @@ def parse_hlo_text(text: str, program_id: int = -1) -> HloModuleInfo:
             op_name=op_name.group(1).replace("\\'", "'").replace('\\"', '"') if op_name else "",
             chain=frames.chain(int(frame.group(1))) if frame else (),
             flops=flops,
+            elements=sum(_elements(d) for d in out_dims),
             computation=computation,
             called=tuple(_CALLS.findall(rest)),
         )

@@ -7,8 +7,10 @@ IR ops through `IrOpIndex`. The thunk's time is split by the fused-time rule:
 - `flops` (the default): each member instruction gets time in proportion to its estimated FLOPs
   (`hlo.estimate_flops`: 2*M*N*K for dot, 2*out*window for convolution, input elements for
   reductions, output elements for elementwise ops, 0 for data movement such as broadcast or
-  bitcast). Members that reach no IR op are left out of the proportion; when the remaining
-  members all have 0 FLOPs the rule falls back to `even`.
+  bitcast). Members that reach no IR op are left out of the proportion. A fusion that only
+  moves data (transpose, copy, slice: all members 0 FLOPs) is shared in proportion to the
+  elements each member writes (bitcasts, parameters and constants write nothing); when that is
+  0 too, evenly.
 - `even`: every member instruction that reaches an IR op gets the same share.
 
 A member with a zero share still records the kernel on its ops (count, `kernels`), with 0 ns:
@@ -39,6 +41,8 @@ from irprof.trace.model import Trace
 
 END_PREFIX = "end: "
 FUSED_TIME_RULES = ("flops", "even")
+# Instructions that neither compute nor move data (a bitcast only relabels a buffer).
+FREE_OPCODES = frozenset({"parameter", "constant", "bitcast", "tuple", "get-tuple-element"})
 
 
 @dataclass(frozen=True)
@@ -151,7 +155,11 @@ def plan_kernel(program: HloModuleInfo, index: IrOpIndex, hlo_op: str, rule: str
             )
         names = sorted({m.op_name for m in members if m.op_name})
         return KernelPlan((), f"op names not found in the IR: {', '.join(names[:3])}")
-    weights = [m.flops if rule == "flops" else 1.0 for m, _ in matched]
+    weights = [1.0] * len(matched)
+    if rule == "flops":
+        weights = [m.flops for m, _ in matched]
+        if sum(weights) <= 0:  # pure data movement: weigh by what each member writes
+            weights = [0.0 if m.opcode in FREE_OPCODES else float(m.elements) for m, _ in matched]
     if sum(weights) <= 0:
         weights = [1.0] * len(matched)
     total = sum(weights)

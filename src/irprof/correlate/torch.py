@@ -1,16 +1,14 @@
 """PyTorch correlator: torch.profiler `aten::*` events -> torch-dialect ops -> linalg ops.
 
-torch level. Eager mode records one top-level `aten::*` event per call of the exported program
-(`aten::linear` for the exported node `linear`); its children (`aten::addmm`, `aten::t`, ...)
-are the call's implementation and are skipped so time is counted once. Each event is joined to
-an exported call node (`RUN/ir/torch.fx.json`) by its signature, the aten name plus the chain of
-module instances in its verbose call stack (`nn.Module: EncoderBlock_1` ...): the profiler numbers
-the instances of each module class in the order they are first called, which the exported graph
-reproduces from each node's `nn_module_stack`. Identical calls (a shared layer called in a loop)
-have equal signatures; the k-th such event of a step goes to the k-th such node in graph order.
-The node then names its ops: the capture put `"<module>|<node>|<target>"` in every op's NameLoc.
-One call the decomposition split into several ops (linear -> permute + addmm) gives its time to
-all of them in equal shares, each listing the others in `fused_with`.
+torch level. `torch_events` joins each top-level `aten::*` event to a call node of the exported
+program (`RUN/ir/torch.fx.json`) by aten name and module-instance chain, execution order breaking
+ties between identical calls. The node then names its ops: the capture put
+`"<module>|<node>|<target>"` in every op's NameLoc. A call the decomposition split into several
+ops (linear -> view + permute + addmm + view), or an eager fused kernel covering several calls,
+gives its time to all of them, each listing the others in `fused_with`. Shares, by
+`CorrelationOptions.fused_time_rule`: `default` splits the time equally among the compute ops and
+gives metadata-only ops (view, permute, expand...) 0 ns, since eager runs those as stride
+changes; `split` shares it equally among all ops.
 
 linalg level. The torch ops were stamped `irprof.origin=torch#<index>` before lowering; the torch
 level's profile is re-attached to the lowered ops through those stamps (`irprof-reattach`).
@@ -19,18 +17,14 @@ level's profile is re-attached to the lowered ops through those stamps (`irprof-
 from __future__ import annotations
 
 import dataclasses
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
-
-import numpy as np
-import orjson
+from dataclasses import dataclass
 
 from irprof.bundle import RunBundle
-from irprof.capture.torch_locations import FxNodeName, aten_event_name
+from irprof.capture.torch_locations import FxNodeName
 from irprof.correlate.base import CorrelationOptions, CorrelationResult
+from irprof.correlate.torch_events import FxCall, load_fx_calls, match_events, top_level_op_events
 from irprof.coverage import UnmatchedEvent, is_trivial_op
 from irprof.errors import BundleError, CorrelationError
 from irprof.mlir.annotation import has_profile
@@ -42,10 +36,8 @@ from irprof.mlir.locations import render
 from irprof.opprofile import OpProfile, OpProfileEntry, ProfileData
 from irprof.passes.reattach import reattach
 from irprof.readers import read_trace
-from irprof.trace.model import EventKind, Trace
+from irprof.trace.model import Trace
 
-MODULE_FRAME = "nn.Module: "
-CALL_STACK_ARG = "Call stack"
 DEFAULT_FX_NODES = "ir/torch.fx.json"
 # ATen ops that only change tensor metadata in eager mode (strides, shapes): when a decomposed
 # call also has a compute op (linear -> view + permute + addmm + view), the event's time goes to
@@ -57,134 +49,6 @@ VIEW_OPS = frozenset(
     }
 )  # fmt: skip
 FUSED_TIME_RULES = ("default", "split")
-
-
-@dataclass(frozen=True)
-class FxCall:
-    """A call node of the exported program: what one top-level aten event corresponds to."""
-
-    index: int
-    node: str
-    event_name: str  # `aten::linear`
-    chain: tuple[str, ...]  # module instances as the profiler names them: (`Net_0`, `Linear_1`)
-
-
-@dataclass(frozen=True)
-class OpEvent:
-    """A top-level framework-op event of the trace."""
-
-    row: int
-    name: str
-    ts_ns: int
-    dur_ns: int
-    chain: tuple[str, ...]
-
-
-def load_fx_calls(path: Path) -> list[FxCall]:
-    """Read `torch.fx.json` and number module instances per class in order of first call."""
-    try:
-        document = orjson.loads(path.read_bytes())
-        nodes = document["nodes"]
-    except FileNotFoundError as exc:
-        raise BundleError(f"{path}: missing; re-capture with `irprof capture torch`") from exc
-    except (orjson.JSONDecodeError, KeyError, TypeError) as exc:
-        raise BundleError(f"{path}: malformed FX node list ({exc!r})") from exc
-    instance_of: dict[str, str] = {}
-    per_class: Counter[str] = Counter()
-    calls = []
-    for node in nodes:
-        chain = []
-        for module_path, class_name in node["modules"]:
-            if module_path not in instance_of:
-                instance_of[module_path] = f"{class_name}_{per_class[class_name]}"
-                per_class[class_name] += 1
-            chain.append(instance_of[module_path])
-        calls.append(
-            FxCall(int(node["index"]), node["name"], aten_event_name(node["target"]), tuple(chain))
-        )
-    return calls
-
-
-def module_chain(call_stack: str | None) -> tuple[str, ...]:
-    """`nn.Module: X_n` frames of a verbose call stack (innermost first) -> outermost first."""
-    if not call_stack:
-        return ()
-    frames = [f[len(MODULE_FRAME) :] for f in call_stack.split(";") if f.startswith(MODULE_FRAME)]
-    return tuple(reversed(frames))
-
-
-def top_level_op_events(trace: Trace) -> list[OpEvent]:
-    """Framework-op events not nested in another framework-op event of the same thread."""
-    rows = trace.rows_of_kind(EventKind.FRAMEWORK_OP)
-    if len(rows) == 0:
-        return []
-    order = np.lexsort((-trace.dur_ns[rows], trace.ts_ns[rows], trace.track[rows]))
-    rows = rows[order]
-    kept: list[int] = []
-    open_ends: list[int] = []
-    current_track = -1
-    for row, track, start, end in zip(
-        rows.tolist(),
-        trace.track[rows].tolist(),
-        trace.ts_ns[rows].tolist(),
-        trace.end_ns[rows].tolist(),
-        strict=True,
-    ):
-        if track != current_track:
-            current_track, open_ends = track, []
-        while open_ends and open_ends[-1] <= start:
-            open_ends.pop()
-        if not open_ends:
-            kept.append(row)
-        open_ends.append(end)
-    kept.sort(key=lambda r: int(trace.ts_ns[r]))
-    args = trace.args_many(kept)
-    return [
-        OpEvent(
-            row,
-            trace.name_of(row),
-            int(trace.ts_ns[row]),
-            int(trace.dur_ns[row]),
-            module_chain(arg.get(CALL_STACK_ARG)),
-        )
-        for row, arg in zip(kept, args, strict=True)
-    ]
-
-
-@dataclass
-class EventMatch:
-    """Events joined to call nodes, and the ones that found none (with why)."""
-
-    node_of: dict[int, str] = field(default_factory=dict)  # event row -> FX node name
-    unmatched: dict[int, str] = field(default_factory=dict)  # event row -> reason
-
-
-def match_events(events: Sequence[OpEvent], calls: Sequence[FxCall]) -> EventMatch:
-    """Join events to calls by (aten name, module chain), execution order breaking ties.
-
-    Events whose exact signature no node has (a module without ops shifting the profiler's
-    instance numbers, say) fall back to the aten name alone, again in execution order.
-    """
-    exact: dict[tuple[str, tuple[str, ...]], list[FxCall]] = defaultdict(list)
-    by_name: dict[str, list[FxCall]] = defaultdict(list)
-    for call in calls:
-        exact[(call.event_name, call.chain)].append(call)
-        by_name[call.event_name].append(call)
-    seen: Counter[Any] = Counter()
-    result = EventMatch()
-    for event in events:
-        signature = (event.name, event.chain)
-        candidates = exact.get(signature)
-        counter_key: tuple[str, Any] = signature
-        if not candidates:
-            candidates, counter_key = by_name.get(event.name), ("name", event.name)
-        if not candidates:
-            result.unmatched[event.row] = "no call of this op in the exported program"
-            continue
-        # Every step runs the same program: ranks wrap around from one step to the next.
-        result.node_of[event.row] = candidates[seen[counter_key] % len(candidates)].node
-        seen[counter_key] += 1
-    return result
 
 
 def ops_by_node(infos: Sequence[OpInfo]) -> dict[str, list[int]]:
@@ -249,11 +113,13 @@ def correlate_torch_level(
     lost: dict[str, list[int]] = defaultdict(list)
     reasons: dict[str, str] = {}
     attributed_ns = 0
+    shared_with: dict[int, set[int]] = defaultdict(set)
+    nodes_at: dict[int, set[str]] = defaultdict(set)
     for event in events:
-        node = matched.node_of.get(event.row)
-        positions = grouped.get(node, []) if node is not None else []
+        nodes = matched.nodes_of.get(event.row, ())
+        positions = [p for node in nodes for p in grouped.get(node, [])]
         if not positions:
-            reason = matched.unmatched.get(event.row) or f"FX node '{node}' has no non-trivial op"
+            reason = matched.unmatched.get(event.row) or f"FX node(s) {nodes} have no compute op"
             lost[event.name].append(event.dur_ns)
             reasons.setdefault(event.name, reason)
             continue
@@ -263,20 +129,21 @@ def correlate_torch_level(
             durations[position].append(share)
             first_ts.setdefault(position, event.ts_ns)
             kernels[position].append(event.name)
-    node_of_position = {p: node for node, ps in grouped.items() for p in ps}
+            shared_with[position].update(positions)
+            nodes_at[position].update(nodes)
     entries = []
     for position in sorted(durations):
         info = infos[position]
-        siblings = grouped[node_of_position[position]]
+        siblings = sorted(shared_with[position] - {position})
         data = ProfileData.from_durations(
             durations[position],
             first_ts[position],
             profiled_ns,
             kernels=kernels[position],
-            fused_with=[str(infos[p].key.name) for p in siblings if p != position],
-            source=f"torch.profiler:{node_of_position[position]}"
-            + (f" (shared by {len(siblings)} ops, rule {rule})" if len(siblings) > 1 else ""),
-        )
+            fused_with=[str(infos[p].key.name) for p in siblings],
+            source="torch.profiler:" + "+".join(sorted(nodes_at[position]))
+            + (f" (shared by {len(siblings) + 1} ops, rule {rule})" if siblings else ""),
+        )  # fmt: skip
         entries.append(OpProfileEntry(info.key, data, info.op_name, render(info.loc)))
     unmatched_events = [
         UnmatchedEvent(name, sum(durs), len(durs), reasons[name]) for name, durs in lost.items()
@@ -288,7 +155,7 @@ def correlate_torch_level(
         profiled_ns=profiled_ns,
         attributed_ns=attributed_ns,
         unmatched_events=unmatched_events,
-        reasons=_op_reasons(infos, grouped, set(matched.node_of.values())),
+        reasons=_op_reasons(infos, grouped, matched.matched_nodes()),
     )
     opprofile = OpProfile(
         level="torch",

@@ -1,0 +1,175 @@
+"""torch.profiler events -> the exported program's call nodes (no MLIR here).
+
+Eager mode records one top-level `aten::*` event per call of the exported program (`aten::linear`
+for the exported node `linear`); its children (`aten::addmm`, `aten::t`, ...) are the call's
+implementation and are skipped so time is counted once. An event's signature is its aten name
+plus the chain of module instances in its verbose call stack (`nn.Module: EncoderBlock_1` ...):
+the profiler numbers the instances of each module class in the order they are first called,
+which the exported graph reproduces from each node's `nn_module_stack`.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import orjson
+
+from irprof.capture.torch_locations import aten_event_name
+from irprof.errors import BundleError
+from irprof.trace.model import EventKind, Trace
+
+MODULE_FRAME = "nn.Module: "
+CALL_STACK_ARG = "Call stack"
+
+
+@dataclass(frozen=True)
+class FxCall:
+    """A call node of the exported program: what one top-level aten event corresponds to."""
+
+    index: int
+    node: str
+    event_name: str  # `aten::linear`
+    chain: tuple[str, ...]  # module instances as the profiler names them: (`Net_0`, `Linear_1`)
+
+
+@dataclass(frozen=True)
+class OpEvent:
+    """A top-level framework-op event of the trace."""
+
+    row: int
+    name: str
+    ts_ns: int
+    dur_ns: int
+    chain: tuple[str, ...]
+
+
+def load_fx_calls(path: Path) -> list[FxCall]:
+    """Read `torch.fx.json` and number module instances per class in order of first call."""
+    try:
+        document = orjson.loads(path.read_bytes())
+        nodes = document["nodes"]
+    except FileNotFoundError as exc:
+        raise BundleError(f"{path}: missing; re-capture with `irprof capture torch`") from exc
+    except (orjson.JSONDecodeError, KeyError, TypeError) as exc:
+        raise BundleError(f"{path}: malformed FX node list ({exc!r})") from exc
+    instance_of: dict[str, str] = {}
+    per_class: Counter[str] = Counter()
+    calls = []
+    for node in nodes:
+        chain = []
+        for module_path, class_name in node["modules"]:
+            if module_path not in instance_of:
+                instance_of[module_path] = f"{class_name}_{per_class[class_name]}"
+                per_class[class_name] += 1
+            chain.append(instance_of[module_path])
+        calls.append(
+            FxCall(int(node["index"]), node["name"], aten_event_name(node["target"]), tuple(chain))
+        )
+    return calls
+
+
+def module_chain(call_stack: str | None) -> tuple[str, ...]:
+    """`nn.Module: X_n` frames of a verbose call stack (innermost first) -> outermost first."""
+    if not call_stack:
+        return ()
+    frames = [f[len(MODULE_FRAME) :] for f in call_stack.split(";") if f.startswith(MODULE_FRAME)]
+    return tuple(reversed(frames))
+
+
+def top_level_op_events(trace: Trace) -> list[OpEvent]:
+    """Framework-op events not nested in another framework-op event of the same thread."""
+    rows = trace.rows_of_kind(EventKind.FRAMEWORK_OP)
+    if len(rows) == 0:
+        return []
+    order = np.lexsort((-trace.dur_ns[rows], trace.ts_ns[rows], trace.track[rows]))
+    rows = rows[order]
+    kept: list[int] = []
+    open_ends: list[int] = []
+    current_track = -1
+    for row, track, start, end in zip(
+        rows.tolist(),
+        trace.track[rows].tolist(),
+        trace.ts_ns[rows].tolist(),
+        trace.end_ns[rows].tolist(),
+        strict=True,
+    ):
+        if track != current_track:
+            current_track, open_ends = track, []
+        while open_ends and open_ends[-1] <= start:
+            open_ends.pop()
+        if not open_ends:
+            kept.append(row)
+        open_ends.append(end)
+    kept.sort(key=lambda r: int(trace.ts_ns[r]))
+    args = trace.args_many(kept)
+    return [
+        OpEvent(
+            row,
+            trace.name_of(row),
+            int(trace.ts_ns[row]),
+            int(trace.dur_ns[row]),
+            module_chain(arg.get(CALL_STACK_ARG)),
+        )
+        for row, arg in zip(kept, args, strict=True)
+    ]
+
+
+@dataclass
+class EventMatch:
+    """Events joined to call nodes, and the ones that found none (with why)."""
+
+    nodes_of: dict[int, tuple[str, ...]] = field(default_factory=dict)  # event row -> FX nodes
+    unmatched: dict[int, str] = field(default_factory=dict)  # event row -> reason
+
+    def matched_nodes(self) -> set[str]:
+        """Every FX node some event was joined to."""
+        return {node for nodes in self.nodes_of.values() for node in nodes}
+
+
+def match_events(events: Sequence[OpEvent], calls: Sequence[FxCall]) -> EventMatch:
+    """Join events to calls by (aten name, module chain), execution order breaking ties.
+
+    Events whose exact signature no node has (a module without ops shifting the profiler's
+    instance numbers, say) fall back to the aten name alone, again in execution order. An event
+    whose op the exported program never calls is an eager fused kernel (nn.MultiheadAttention's
+    `aten::_native_multi_head_attention` fast path): it covers the calls of its module that no
+    other event accounts for.
+    """
+    exact: dict[tuple[str, tuple[str, ...]], list[FxCall]] = defaultdict(list)
+    by_name: dict[str, list[FxCall]] = defaultdict(list)
+    for call in calls:
+        exact[(call.event_name, call.chain)].append(call)
+        by_name[call.event_name].append(call)
+    seen: Counter[Any] = Counter()
+    result = EventMatch()
+    strangers: list[OpEvent] = []
+    for event in events:
+        signature = (event.name, event.chain)
+        candidates = exact.get(signature)
+        counter_key: tuple[str, Any] = signature
+        if not candidates:
+            candidates, counter_key = by_name.get(event.name), ("name", event.name)
+        if not candidates:
+            strangers.append(event)
+            continue
+        # Every step runs the same program: ranks wrap around from one step to the next.
+        result.nodes_of[event.row] = (candidates[seen[counter_key] % len(candidates)].node,)
+        seen[counter_key] += 1
+    accounted = result.matched_nodes()
+    for event in strangers:
+        inside = tuple(
+            call.node
+            for call in calls
+            if event.chain and call.chain[: len(event.chain)] == event.chain
+            and call.node not in accounted
+        )  # fmt: skip
+        if inside:
+            result.nodes_of[event.row] = inside
+        else:
+            result.unmatched[event.row] = "no call of this op in the exported program"
+    return result
