@@ -1,7 +1,9 @@
 """End to end with the real torch CPU wheel: capture a model in a child process, annotate it.
 
 One capture per session (a few seconds): a model whose forward loops in Python over one shared
-layer and calls two different layers on one source line.
+layer, calls two different layers on one source line, and uses modules whose eager execution
+differs from the exported program (BatchNorm in eval, in-place ReLU, an LSTM, and
+nn.MultiheadAttention, which eager runs as one fused `aten::_native_multi_head_attention`).
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ import pytest
 from irprof.annotate import annotate_bundle
 from irprof.bundle import RunBundle
 from irprof.capture.torch import TorchCaptureOptions, capture_torch
+from irprof.correlate.base import CorrelationOptions
+from irprof.correlate.torch import CORRELATOR
 from irprof.errors import CaptureError, UsageError
 from irprof.mlir.annotation import get_profile
 from irprof.mlir.context import make_context
@@ -35,10 +39,18 @@ LOOP_MODEL = textwrap.dedent(
             self.shared = nn.Linear(16, 16)
             self.left = nn.Linear(16, 8)
             self.right = nn.Linear(16, 8)
+            self.norm = nn.BatchNorm1d(16)
+            self.act = nn.ReLU(inplace=True)
+            self.lstm = nn.LSTM(16, 16, batch_first=True)
+            self.mha = nn.MultiheadAttention(16, 2, batch_first=True)
 
         def forward(self, x):
             for _ in range(3):
                 x = torch.tanh(self.shared(x))
+            x = self.act(self.norm(x))
+            seq, _ = self.lstm(x.unsqueeze(0))
+            seq, _ = self.mha(seq, seq, seq)
+            x = seq.squeeze(0)
             return self.left(x) + self.right(x)
 
 
@@ -83,15 +95,14 @@ def test_locations_name_fx_nodes_with_paths_relative_to_the_script(loop_bundle: 
     text = loop_bundle.ir_path("torch").read_text()
     assert str(loop_bundle.root.parent) not in text
     module = load_module(loop_bundle.ir_path("torch"), make_context())
-    names = {
-        info.key.name for info in derive_op_infos(module) if info.op_name == "torch.aten.addmm"
-    }
-    assert names == {
+    names = {info.key.name or "" for info in derive_op_infos(module)}
+    addmm_names = {name for name in names if name.endswith("|aten.addmm.default")}
+    assert {name for name in addmm_names if name.startswith(("shared|", "left|", "right|"))} == {
         "shared|linear|aten.addmm.default",
         "shared|linear_1|aten.addmm.default",
         "shared|linear_2|aten.addmm.default",
-        "left|linear_3|aten.addmm.default",
-        "right|linear_4|aten.addmm.default",
+        "left|linear_5|aten.addmm.default",
+        "right|linear_6|aten.addmm.default",
     }
     sources = {info.key.source for info in derive_op_infos(module) if info.key.source}
     assert all(source.startswith("looped.py:") for source in sources)
@@ -116,6 +127,22 @@ def test_annotate_torch_level_covers_the_profile(loop_bundle: RunBundle) -> None
     assert firsts == sorted(firsts) and len(set(firsts)) == 3
     assert loop_bundle.opprofile_path.is_file()
     assert loop_bundle.coverage_path.is_file()
+
+
+def test_eager_fused_attention_kernel_lands_on_the_exported_attention_ops(
+    loop_bundle: RunBundle,
+) -> None:
+    """The fast-path event has no exported twin: it is shared by the mha module's ops."""
+    result = CORRELATOR.correlate(loop_bundle, "torch", CorrelationOptions())
+    fused = [
+        entry
+        for entry in result.opprofile.entries
+        if "aten::_native_multi_head_attention" in entry.data.kernels
+    ]
+    assert len(fused) > 3
+    assert all((entry.key.name or "").startswith("mha|") for entry in fused)
+    assert all(entry.data.fused_with for entry in fused)
+    assert sum(entry.data.total_ns for entry in fused) > 0
 
 
 def test_annotate_linalg_level_reaches_every_located_op(loop_bundle: RunBundle) -> None:

@@ -11,8 +11,8 @@ import pytest
 from irprof.bundle import RunBundle
 from irprof.capture.torch_locations import FxNodeName
 from irprof.correlate.base import CorrelationOptions, get_all_correlators
-from irprof.correlate.torch import (
-    CORRELATOR,
+from irprof.correlate.torch import CORRELATOR
+from irprof.correlate.torch_events import (
     FxCall,
     OpEvent,
     load_fx_calls,
@@ -210,8 +210,8 @@ def test_match_events_breaks_ties_by_execution_order_across_steps() -> None:
     calls = [FxCall(i, f"linear_{i}", "aten::linear", ("Net_0", "Linear_0")) for i in range(3)]
     events = [OpEvent(row, "aten::linear", row * 10, 5, ("Net_0", "Linear_0")) for row in range(6)]
     matched = match_events(events, calls)
-    assert [matched.node_of[row] for row in range(6)] == [
-        "linear_0", "linear_1", "linear_2", "linear_0", "linear_1", "linear_2"
+    assert [matched.nodes_of[row] for row in range(6)] == [
+        ("linear_0",), ("linear_1",), ("linear_2",), ("linear_0",), ("linear_1",), ("linear_2",)
     ]  # fmt: skip
 
 
@@ -223,8 +223,26 @@ def test_match_events_falls_back_to_op_name_and_reports_strangers() -> None:
         OpEvent(2, "aten::gelu", 10, 5, ("Net_0",)),
     ]
     matched = match_events(events, calls)
-    assert matched.node_of == {1: "relu"}
+    assert matched.nodes_of == {1: ("relu",)}
     assert "no call of this op" in matched.unmatched[2]
+
+
+def test_eager_fused_kernel_covers_its_modules_unaccounted_calls() -> None:
+    """nn.MultiheadAttention's eager fast path is one event for the module's exported calls."""
+    mha = ("Net_0", "MultiheadAttention_0")
+    calls = [
+        FxCall(0, "linear", "aten::linear", mha),
+        FxCall(1, "bmm", "aten::bmm", mha),
+        FxCall(2, "softmax", "aten::softmax", mha),
+        FxCall(3, "relu", "aten::relu", ("Net_0",)),
+    ]
+    events = [
+        OpEvent(1, "aten::_native_multi_head_attention", 0, 50, mha),
+        OpEvent(2, "aten::relu", 60, 5, ("Net_0",)),
+    ]
+    matched = match_events(events, calls)
+    assert matched.nodes_of == {1: ("linear", "bmm", "softmax"), 2: ("relu",)}
+    assert matched.unmatched == {}
 
 
 def test_top_level_events_skip_nested_aten_children_on_the_same_thread() -> None:

@@ -21,6 +21,7 @@ from typing import Any
 
 import orjson
 import torch
+import torch._decomp
 from iree.compiler import ir
 from iree.compiler.extras.fx_importer import ContextCache, FxImporter, GraphNodeImporter
 
@@ -35,6 +36,7 @@ from irprof.capture.torch_locations import (
     user_frames,
 )
 from irprof.capture.torch_lowering import lower_torch_to_linalg, stamp_torch_level
+from irprof.errors import PipelineError
 from irprof.fileio import write_bytes_atomic, write_text_atomic
 
 ERROR_PREFIX = "irprof-capture-error: "  # the parent shows such lines as the error message
@@ -158,6 +160,45 @@ def import_program(program: torch.export.ExportedProgram, context: ir.Context) -
     return importer.module
 
 
+# Core ATen ops that torch-mlir's linalg conversion cannot lower but torch can decompose; the
+# same ops torch-mlir's own `fx_decomp_util.DEFAULT_DECOMPOSITIONS` decomposes for this reason.
+UNLOWERABLE_OPS = (
+    "_native_batch_norm_legit_no_training",
+    "_native_batch_norm_legit_functional",
+    "_native_batch_norm_legit",
+    "_native_batch_norm_legit.no_stats",
+    "native_group_norm",
+    "squeeze.dims",
+    "_adaptive_avg_pool2d",
+    "_log_softmax",
+    "logsumexp",
+    "_unsafe_index.Tensor",
+    "masked_fill.Tensor",
+    "masked_fill.Scalar",
+    "unbind",
+    "im2col",
+    "grid_sampler_2d",
+)
+
+
+def decomposition_table(decompose: str) -> Any:
+    """`default`: torch's core ATen table plus the ops torch-mlir cannot lower; `none`: empty.
+
+    An empty table still functionalizes the program but keeps composite ops whole
+    (`aten.linear`, `aten.softmax`), which torch-mlir lowers directly.
+    """
+    if decompose == "none":
+        return {}
+    table = torch.export.default_decompositions()
+    packets = []
+    for name in UNLOWERABLE_OPS:
+        packet_name, _, overload = name.partition(".")
+        packet = getattr(torch.ops.aten, packet_name)
+        packets.append(getattr(packet, overload) if overload else packet)
+    table.update(torch._decomp.get_decompositions(packets))  # type: ignore[no-untyped-call]
+    return table
+
+
 def profile_steps(
     model: torch.nn.Module, inputs: tuple[Any, ...], steps: int, warmup: int, trace_path: Path
 ) -> None:
@@ -229,9 +270,7 @@ def main(argv: list[str] | None = None) -> int:
 
     exported = torch.export.export(model, inputs)
     nodes = describe_nodes(exported, script_dir)
-    # An empty table still functionalizes but keeps composite ops such as aten.linear.
-    table: dict[Any, Any] | None = None if args.decompose == "default" else {}
-    lowered_program = exported.run_decompositions(table)
+    lowered_program = exported.run_decompositions(decomposition_table(args.decompose))
     context = ir.Context()
     relativize_stack_traces(lowered_program, script_dir)
     torch_module = import_program(lowered_program, context)
@@ -242,7 +281,16 @@ def main(argv: list[str] | None = None) -> int:
         orjson.dumps({"version": 1, "nodes": nodes}, option=orjson.OPT_INDENT_2),
     )
     if "linalg" in levels:
-        lower_torch_to_linalg(torch_module)
+        try:
+            lower_torch_to_linalg(torch_module)
+        except PipelineError as error:
+            # The parent shows one line: keep MLIR's first diagnostic, which names the op.
+            lines = str(error).splitlines()
+            first = next((line for line in lines if line.startswith("error:")), lines[0])
+            raise ScriptError(
+                f"{script}: torch -> linalg lowering failed: {first[:400]} (capture with "
+                "--levels torch to skip the linalg level, or try the other --decompose setting)"
+            ) from error
         write_text_atomic(bundle.ir_path("linalg"), print_module(torch_module))
 
     profile_steps(model, inputs, args.steps, args.warmup, args.staging / TRACE_FILE)
