@@ -1,0 +1,79 @@
+"""Model Explorer node data checked against Model Explorer itself (its MLIR adapter and its
+node-data dataclasses), on real annotated TF and JAX captures."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from test_views_support import (  # noqa: F401  (fixtures are found by their names)
+    fixture_jax_bundle,
+    fixture_tf_bundle,
+)
+
+from irprof.analyses.bundle_views import load_annotated_level
+from irprof.analyses.model_explorer_ids import NodeDataExport, explorer_node_ids
+from irprof.bundle import RunBundle
+from irprof.renderers.model_explorer import RENDERER
+
+adapter = pytest.importorskip("model_explorer.builtin_mlir_adapter")
+builder = pytest.importorskip("model_explorer.node_data_builder")
+
+
+def explorer_graphs(path: str) -> dict[str, dict[str, Any]]:
+    """graph id -> node id -> node, as Model Explorer's own MLIR adapter builds them."""
+    collections = adapter.BuiltinMlirAdapter().convert(path, {})["graphCollections"]
+    return {
+        graph["id"]: {node["id"]: node for node in graph["nodes"]}
+        for collection in collections
+        for graph in collection.graphs
+    }
+
+
+@pytest.mark.parametrize(
+    ("bundle_name", "level"), [("tf_bundle", "tf"), ("jax_bundle", "stablehlo")]
+)
+def test_node_ids_match_model_explorers_mlir_adapter(
+    bundle_name: str, level: str, request: pytest.FixtureRequest
+) -> None:
+    bundle: RunBundle = request.getfixturevalue(bundle_name)
+    loaded = load_annotated_level(bundle, level)
+    ours = explorer_node_ids(loaded.module)
+    theirs = explorer_graphs(str(loaded.path))
+    op_nodes = {
+        (graph, node_id)
+        for graph, nodes in theirs.items()
+        for node_id in nodes
+        if not node_id.startswith(("arg", "pid"))
+    }
+    assert {(node.graph_id, node.node_id) for node in ours.values()} == op_nodes
+    for index, node in ours.items():
+        op = loaded.profiled.ops[index]
+        label = theirs[node.graph_id][node.node_id]["label"]
+        assert label in (op.op_name, op.op_name.split(".", 1)[1], "Outputs"), (op, label)
+
+
+def test_node_data_loads_into_model_explorers_dataclasses(jax_bundle: RunBundle) -> None:
+    loaded = load_annotated_level(jax_bundle, "stablehlo")
+    export = NodeDataExport(loaded.level, loaded.profiled, explorer_node_ids(loaded.module))
+    ours = json.loads(RENDERER.render(export))
+    model = builder.ModelNodeData(
+        graphsData={
+            graph_id: builder.GraphNodeData(
+                results={k: builder.NodeDataResult(**v) for k, v in graph["results"].items()},
+                gradient=[builder.GradientItem(**item) for item in graph["gradient"]],
+            )
+            for graph_id, graph in ours.items()
+        }
+    )
+    theirs = json.loads(model.to_json_string())  # adds Model Explorer's defaults
+    assert set(theirs) == set(ours)
+    for graph_id, graph in ours.items():
+        assert theirs[graph_id]["results"] == graph["results"]
+        assert theirs[graph_id]["gradient"] == graph["gradient"]
+    conv_index = next(op.index for op in loaded.profiled.ops if op.op_name.endswith("convolution"))
+    conv = export.nodes[conv_index]
+    assert ours[conv.graph_id]["results"][conv.node_id]["value"] == pytest.approx(
+        loaded.profiled.ops[conv_index].total_ns / 1000, abs=1e-3
+    )
