@@ -17,9 +17,12 @@ from test_views_support import (  # noqa: F401  (fixtures are found by their nam
     fixture_tf_bundle,
 )
 
+from irprof.analyses.bundle_views import load_annotated_level
+from irprof.analyses.op_graph import build_op_graph
 from irprof.analyses.report_data import build_report_data
 from irprof.bundle import RunBundle
 from irprof.fileio import write_bytes_atomic
+from irprof.renderers.base import get_op_graph_renderers
 from irprof.renderers.report_html import RENDERER
 
 playwright_api = pytest.importorskip("playwright.sync_api")
@@ -119,4 +122,24 @@ def test_hostile_names_render_as_text(browser: Any, hostile_bundle: RunBundle) -
     assert page.evaluate("document.scripts.length") == 2  # the data block and the app
     assert page.evaluate("document.querySelectorAll('svg script').length") == 0
     shoot(page, "report_hostile.png")
+    assert problems == []
+
+
+def test_standalone_graph_page_searches_and_clicks(
+    browser: Any, tf_bundle: RunBundle, tmp_path: Path
+) -> None:
+    loaded = load_annotated_level(tf_bundle, "tf")
+    graph = build_op_graph(loaded.module, loaded.profiled)
+    path = tmp_path / "graph.html"
+    path.write_bytes(get_op_graph_renderers().get("html").render(graph))
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    problems: list[str] = []
+    page.on("pageerror", lambda e: problems.append(str(e)))
+    page.goto(path.as_uri())
+    page.wait_for_selector("#graph-view svg g.node")
+    page.fill("#graph-search", "MatMul")
+    assert page.locator("#graph-view g.node.match").count() == 2  # dense1 and dense2
+    page.locator("#graph-view g.node.match").first.click()
+    assert "MatMul" in page.inner_text("#node-details")
+    shoot(page, "graph_page.png")
     assert problems == []
