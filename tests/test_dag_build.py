@@ -130,7 +130,9 @@ interval_lists = st.lists(
 
 @settings(max_examples=80, deadline=None)
 @given(events=interval_lists, mode=st.sampled_from(["causal", "levels"]))
-def test_any_intervals_give_an_acyclic_dag_with_every_event_once(events, mode) -> None:  # type: ignore[no-untyped-def]
+def test_any_intervals_give_an_acyclic_dag_with_every_event_once(
+    events: list[tuple[int, int, int]], mode: str
+) -> None:
     builder = TraceBuilder()
     for track, start, dur in events:
         builder.add(start, dur, builder.track(1, track), "e")

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -49,7 +51,9 @@ def built_trace() -> Trace:
 @pytest.mark.parametrize(
     "save, load", [(save_events_json, load_events_json), (save_parquet, load_parquet)]
 )
-def test_built_trace_round_trips_field_by_field(tmp_path: Path, save, load) -> None:  # type: ignore[no-untyped-def]
+def test_built_trace_round_trips_field_by_field(
+    tmp_path: Path, save: Callable[[Trace, Path], None], load: Callable[[Path], Trace]
+) -> None:
     trace = built_trace()
     path = tmp_path / "events.out"
     save(trace, path)
@@ -110,7 +114,9 @@ events_strategy = st.lists(
 
 @settings(max_examples=40, deadline=None)
 @given(events=events_strategy)
-def test_any_trace_round_trips(tmp_path_factory: pytest.TempPathFactory, events) -> None:  # type: ignore[no-untyped-def]
+def test_any_trace_round_trips(
+    tmp_path_factory: pytest.TempPathFactory, events: list[tuple[Any, ...]]
+) -> None:
     builder = TraceBuilder()
     for ts, dur, track, name, kind, args in events:
         builder.add(ts, dur, builder.track(track, track), name, kind, args=args)
