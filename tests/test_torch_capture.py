@@ -174,3 +174,30 @@ def test_bad_options_are_refused_before_running(tmp_path: Path) -> None:
         capture_torch(script, tmp_path / "run", TorchCaptureOptions(decompose="all"))
     with pytest.raises(UsageError, match="no such script"):
         capture_torch(tmp_path / "missing.py", tmp_path / "run")
+
+
+def test_model_torch_export_cannot_handle_is_one_clear_error(tmp_path: Path) -> None:
+    """Data-dependent control flow: the error names the script and torch.export's complaint."""
+    script = tmp_path / "branchy.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import torch
+            from torch import nn
+
+
+            class Branchy(nn.Module):
+                def forward(self, x):
+                    if x.sum() > 0:
+                        return x * 2
+                    return x - 1
+
+
+            def irprof_model():
+                return Branchy(), (torch.randn(3),)
+            """
+        )
+    )
+    with pytest.raises(CaptureError, match=r"branchy\.py: torch\.export could not export"):
+        capture_torch(script, tmp_path / "run")
+    assert not (tmp_path / "run").exists()

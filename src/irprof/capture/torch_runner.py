@@ -268,7 +268,13 @@ def main(argv: list[str] | None = None) -> int:
     model, inputs = model_and_inputs(script, args.entry)
     bundle = RunBundle(args.staging)
 
-    exported = torch.export.export(model, inputs)
+    try:
+        exported = torch.export.export(model, inputs)
+    except Exception as error:  # torch.export raises many types; all mean "cannot export"
+        summary = (str(error).strip().splitlines() or [""])[0][:300]
+        raise ScriptError(
+            f"{script}: torch.export could not export the model ({type(error).__name__}: {summary})"
+        ) from error
     nodes = describe_nodes(exported, script_dir)
     lowered_program = exported.run_decompositions(decomposition_table(args.decompose))
     context = ir.Context()
