@@ -1,0 +1,115 @@
+"""`irprof demo`: capture, annotate, DAG, report and hotspots on a bundled example, in one go."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from irprof.analyses.bundle_views import load_annotated_level, model_script
+from irprof.analyses.hotspots import hotspots
+from irprof.analyses.report_data import build_report_data
+from irprof.annotate import annotate_bundle
+from irprof.bundle import RunBundle
+from irprof.capture.registry import get_all_capturers
+from irprof.cli.annotate_cmd import coverage_report
+from irprof.correlate import get_all_correlators
+from irprof.dag import build_event_dag
+from irprof.dag.export import save_dag_json
+from irprof.errors import UsageError
+from irprof.fileio import write_bytes_atomic
+from irprof.readers import read_trace
+from irprof.renderers.dag_svg import DagSvgRenderer
+from irprof.renderers.hotspot_table import hotspot_rich_table
+from irprof.renderers.report_html import RENDERER as REPORT_RENDERER
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+DAG_SVG_NODES = 400
+
+
+def _example_path(relative: str) -> Path:
+    """The bundled example, looked up in the working directory first, then beside the package."""
+    for root in (Path.cwd(), REPO_ROOT):
+        candidate = root / relative
+        if candidate.is_file():
+            return candidate
+    raise UsageError(f"{relative}: bundled example not found; run `irprof demo` from the checkout")
+
+
+def _fresh_output(out: Path) -> None:
+    """Replace an earlier demo bundle; never delete a directory irprof did not write."""
+    if not out.exists():
+        return
+    if not RunBundle(out).manifest_path.is_file():
+        raise UsageError(f"{out}: exists and is not a run bundle; choose another -o")
+    shutil.rmtree(out)
+
+
+def demo(
+    framework: Annotated[
+        str, typer.Option("--framework", "-f", help="Stack to demonstrate: tf, jax or torch.")
+    ] = "tf",
+    output: Annotated[Path, typer.Option("-o", "--output", help="Run bundle to write.")] = Path(
+        "demo-run"
+    ),
+    top: Annotated[int, typer.Option("-n", "--top", help="Hot ops to list.")] = 10,
+) -> None:
+    """Run the whole loop on the framework's bundled example and say where every output is."""
+    console = Console(highlight=False)
+    adapter = get_all_capturers().get(framework)
+    script = _example_path(adapter.example)
+    _fresh_output(output)
+
+    console.rule(f"[bold]1/4 capture[/] {adapter.example} under the {framework} profiler")
+    bundle = adapter.capture(script, output)
+    manifest = bundle.manifest()
+    console.print(f"IR levels: {', '.join(manifest.ir_levels)}; trace: {manifest.trace_files[0]}")
+
+    console.rule("[bold]2/4 correlate and annotate[/]")
+    correlator = get_all_correlators().get(framework)
+    levels = [level for level in correlator.levels if level in manifest.ir_levels]
+    for level in levels:
+        outcome = annotate_bundle(bundle, level)
+        console.print(coverage_report(outcome.coverage))
+
+    console.rule("[bold]3/4 event DAG and report[/]")
+    trace = read_trace(bundle.trace_paths()[0])
+    event_dag = build_event_dag(trace, "causal")
+    save_dag_json(event_dag, bundle.dag_path)
+    dag_svg = bundle.root / "dag.svg"
+    write_bytes_atomic(dag_svg, DagSvgRenderer(max_nodes=DAG_SVG_NODES).render(event_dag))
+    write_bytes_atomic(bundle.report_path, REPORT_RENDERER.render(build_report_data(bundle)))
+
+    console.rule(f"[bold]4/4 hottest ops[/] (level {levels[0]})")
+    loaded = load_annotated_level(bundle, levels[0])
+    table = hotspots(
+        loaded.profiled.ops, by="op", limit=top, profiled_ns=loaded.profiled.profiled_ns
+    )
+    source = model_script(bundle, manifest)
+    console.print(hotspot_rich_table(table, loaded.profiled, script=source, title=source))
+
+    console.rule("[bold]outputs[/]")
+    outputs = [
+        ("run bundle", bundle.root),
+        *((f"annotated {level} IR", bundle.annotated_path(level)) for level in levels),
+        ("per-op profile", bundle.opprofile_path),
+        ("coverage", bundle.coverage_path),
+        ("event DAG (JSON)", bundle.dag_path),
+        ("event DAG (SVG)", dag_svg),
+        ("HTML report", bundle.report_path),
+    ]
+    for label, path in outputs:
+        console.print(f"{label:>20}: {path}")
+    console.print(
+        f"next: irprof top {bundle.root} --by scope | irprof export {bundle.root} "
+        f"--to perfetto -o trace.json | irprof opt {bundle.annotated_path(levels[0])} "
+        "--pass-pipeline='builtin.module(irprof-strip)'"
+    )
+
+
+def register(app: typer.Typer) -> None:
+    """Add the `demo` command."""
+    app.command("demo")(demo)
