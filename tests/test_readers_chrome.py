@@ -220,3 +220,19 @@ def test_jax_perfetto_fixture(fixtures: Path) -> None:
     assert "ynn_fusion.1" in hlo_ops
     assert {trace.name_of(int(row)) for row in trace.rows_of_kind(EventKind.STEP)} == {"train"}
     assert {trace.tracks.thread[int(t)] for t in np.unique(trace.track)} >= {"python"}
+
+
+def test_xprof_trace_viewer_fixture_agrees_with_its_xplane(fixtures: Path) -> None:
+    # GIVEN xprof's trace_viewer JSON and the XSpace it was converted from
+    viewer = read_trace(fixtures / "traces" / "tf_matmul.trace_viewer.json.gz")
+    xplane = read_trace(fixtures / "traces" / "tf_matmul.xplane.pb")
+    viewer_ops = viewer.rows_of_kind(EventKind.FRAMEWORK_OP)
+    xplane_ops = xplane.rows_of_kind(EventKind.FRAMEWORK_OP)
+    # THEN both readers find the same TF ops ("node:type" is the xplane name, the viewer's
+    # long_name) with the same durations to the nanosecond
+    viewer_pairs = sorted(
+        (viewer.args(int(row))["long_name"], int(viewer.dur_ns[row])) for row in viewer_ops
+    )
+    xplane_pairs = sorted((xplane.name_of(int(row)), int(xplane.dur_ns[row])) for row in xplane_ops)
+    assert viewer_pairs == xplane_pairs
+    assert len(viewer_pairs) > 0

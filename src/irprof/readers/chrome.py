@@ -18,8 +18,9 @@ Phases: X (complete); B/E paired per (pid, tid) stack, unbalanced ones reported 
 names, sort indices into metadata); s/t/f flows bound to slices (see `chrome_flows`).
 
 Kinds come from `KIND_BY_CATEGORY` (Kineto's categories); events without a known category are
-classified from their args: `hlo_op` -> KERNEL (JAX/XLA thunks), `step_num` -> STEP, a name
-starting with "$" (JAX's Python tracer) -> PYTHON, zero duration -> INSTANT, else OTHER.
+classified from their args: `hlo_op` -> KERNEL (JAX/XLA thunks), `step_num` -> STEP, a
+`long_name` "<node>:<name>" (xprof trace_viewer's TF ops) -> FRAMEWORK_OP, a name starting with
+"$" (JAX's Python tracer) -> PYTHON, zero duration -> INSTANT, else OTHER.
 """
 
 from __future__ import annotations
@@ -187,6 +188,8 @@ def _kinds(
             kinds[row] = EventKind.KERNEL
         elif b'"step_num"' in args:
             kinds[row] = EventKind.STEP
+        elif b'"long_name"' in args and _is_tf_op(event.name, args):
+            kinds[row] = EventKind.FRAMEWORK_OP
         elif event.name.startswith("$"):
             kinds[row] = EventKind.PYTHON
         elif event.dur == 0:
@@ -199,6 +202,12 @@ def _kinds(
     kinds[phase == PHASE_INSTANT] = EventKind.INSTANT
     kinds[phase == PHASE_COUNTER] = EventKind.COUNTER
     return kinds
+
+
+def _is_tf_op(name: str, args: bytes) -> bool:
+    """xprof trace_viewer names a TF op event by its type, with `long_name` "node:type"."""
+    long_name = _decode_any.decode(args).get("long_name")
+    return isinstance(long_name, str) and long_name.endswith(":" + name)
 
 
 def _intern(values: list[Any]) -> tuple[I64, list[Any]]:
