@@ -104,10 +104,19 @@ def capture_tf(
 
 def _run_child(script: Path, work: Path, opts: TfCaptureOptions) -> dict[str, Any]:
     """Run the TF runner in a child process; returns its result record."""
-    spec = {"script": str(script), "workdir": str(work), **asdict(opts)}
+    dump_dir = work / "graph_dump"
+    spec = {
+        "script": str(script),
+        "workdir": str(work),
+        "graph_dump_dir": str(dump_dir),
+        **asdict(opts),
+    }
     spec_path = work / "spec.json"
     spec_path.write_text(json.dumps(spec))
     env = dict(os.environ)
+    # TensorFlow dumps every function graph it instantiates, up to the executed partitions.
+    env["TF_DUMP_GRAPH_PREFIX"] = str(dump_dir)
+    env["TF_DUMP_GRAPH_NAME_FILTER"] = "*"
     if opts.onednn in ONEDNN_ENV:
         env["TF_ENABLE_ONEDNN_OPTS"] = ONEDNN_ENV[opts.onednn]
     command = [sys.executable, "-m", "irprof.capture.tf_runner", str(spec_path)]

@@ -5,8 +5,9 @@ counts, tracer levels and a work directory; the runner writes into that director
 
 - `ir/<level>.raw.mlir`: TF-dialect MLIR with TensorFlow's absolute source paths (the parent
   process makes them relative and writes the bundle's `ir/<level>.mlir`);
-- `runtime_graph.json`: node name -> op type (and `fused_ops`) of the graph after grappler, the
-  evidence for which IR ops the runtime folded, pruned or fused;
+- `runtime_graph.json`: node name -> op type (and `fused_ops`) of the graph the executor ran
+  (TensorFlow's own dump, else offline grappler), the evidence for which IR ops the runtime
+  folded, pruned or fused;
 - `logdir/`: the profiler's own output, untouched;
 - `result.json`: versions, device, recorded tracer options, step count, sys.path roots.
 
@@ -120,21 +121,45 @@ def dump_ir(concrete: Any, workdir: Path, post_grappler: bool) -> dict[str, str]
         texts["post-grappler"] = tf.mlir.experimental.convert_graph_def(
             graph, pass_pipeline=RAW_PIPELINE, show_debug_info=True
         )
-    nodes = {
-        node.name: {
-            "op": node.op,
-            "fused_ops": [x.decode() for x in node.attr["fused_ops"].list.s],
-            "inputs": list(node.input),
-        }
-        for node in graph.node
-    }
-    (workdir / "runtime_graph.json").write_text(json.dumps({"nodes": nodes}, indent=1))
+    (workdir / "offline_grappler_graph.json").write_text(json.dumps(graph_nodes([graph])))
     written = {}
     for level, text in texts.items():
         path = ir_dir / f"{level}.raw.mlir"
         path.write_text(text)
         written[level] = str(path.relative_to(workdir))
     return written
+
+
+def graph_nodes(graphs: list[Any]) -> dict[str, dict[str, Any]]:
+    """Node name -> op type, fused ops and inputs, over one or more GraphDefs."""
+    return {
+        node.name: {
+            "op": node.op,
+            "fused_ops": [x.decode() for x in node.attr["fused_ops"].list.s],
+            "inputs": list(node.input),
+        }
+        for graph in graphs
+        for node in graph.node
+    }
+
+
+def executed_graph(dump_dir: Path, function: str) -> dict[str, Any]:
+    """The graph the executor really ran, from TensorFlow's own dump (`TF_DUMP_GRAPH_PREFIX`).
+
+    The runtime dumps each function's per-device partitions after its last rewrite
+    (`*_partition_*.after_partition_passes.pbtxt`): grappler, oneDNN layout rewrites and
+    constant folding are all applied, so it says which IR ops ran, were fused or were folded.
+    Without the dump, offline grappler (`OptimizeGraph`) stands in for it.
+    """
+    from google.protobuf import text_format
+    from tensorflow.core.framework import graph_pb2
+
+    files = sorted(dump_dir.glob(f"{function}_partition_*.after_partition_passes.pbtxt"))
+    graphs = [text_format.Parse(path.read_text(), graph_pb2.GraphDef()) for path in files]
+    return {
+        "source": "runtime dump after_partition_passes" if graphs else "offline grappler",
+        "nodes": graph_nodes(graphs) if graphs else None,
+    }
 
 
 def free_port() -> int:
@@ -282,10 +307,15 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         )
     if markers != spec["steps"]:
         raise SystemExit(f"{markers} step markers recorded, expected {spec['steps']}")
+    function = concrete.name.decode() if isinstance(concrete.name, bytes) else concrete.name
+    executed = executed_graph(Path(spec["graph_dump_dir"]), function)
+    if executed["nodes"] is None:
+        executed["nodes"] = json.loads((workdir / "offline_grappler_graph.json").read_text())
+    (workdir / "runtime_graph.json").write_text(json.dumps(executed, indent=1))
     return {
         "versions": versions(),
         "device": f"CPU ({platform.machine()}, {os.cpu_count()} cores)",
-        "function": concrete.name.decode() if isinstance(concrete.name, bytes) else concrete.name,
+        "function": function,
         "ir_files": ir_files,
         "logdir": str(logdir),
         "recorded_options": options,

@@ -52,7 +52,11 @@ from irprof.trace.model import EventKind, Trace
 
 TF_LEVELS = ("tf", "tf-standard", "post-grappler")
 EAGER_PREFIX = "EagerLocalExecute: "
-NEVER_RAN = "not in the runtime graph: grappler folded or pruned it, it never ran"
+NEVER_RAN = "never ran: "
+PRUNED = NEVER_RAN + "not in the graph the runtime executed (grappler pruned or fused it away)"
+FOLDED = NEVER_RAN + "grappler folded it into a constant"
+SILENT = "in the graph the runtime executed, yet no event in the profiled steps"
+CONSTANT_KERNELS = frozenset({"Const", "HostConst"})
 PLUMBING_KERNELS = {
     "_Arg": "function argument copy-in (a block argument in the IR, not an op)",
     "_Retval": "function result copy-out (the IR return op has no named location)",
@@ -109,13 +113,14 @@ def _trace_file(bundle: RunBundle) -> Path:
     return files[0]
 
 
-def _runtime_nodes(bundle: RunBundle) -> dict[str, str] | None:
-    """Node name -> op type of the graph after grappler, when the capture recorded it."""
+def _runtime_graph(bundle: RunBundle) -> tuple[dict[str, str], str] | None:
+    """Node name -> op type of the graph the runtime executed, and where that graph came from."""
     name = bundle.manifest().options.get("runtime_graph")
     if not name or not (bundle.root / name).is_file():
         return None
-    nodes = json.loads((bundle.root / name).read_text())["nodes"]
-    return {node: spec["op"] for node, spec in nodes.items()}
+    graph = json.loads((bundle.root / name).read_text())
+    nodes = {node: spec["op"] for node, spec in graph["nodes"].items()}
+    return nodes, str(graph.get("source", "offline grappler"))
 
 
 def _attribute_graph_events(
@@ -252,7 +257,7 @@ def _coverage(
     reasons: dict[str, str],
     warnings: list[str],
 ) -> Coverage:
-    runtime = _runtime_nodes(bundle)
+    runtime = _runtime_graph(bundle)
     op_reasons: dict[int, str] = {}
     for position, info in enumerate(view.infos):
         if position in attribution.durations:
@@ -266,11 +271,13 @@ def _coverage(
             continue
         if runtime is None:
             continue
-        op_reasons[position] = (
-            "in the runtime graph after grappler, yet no event in the profiled steps"
-            if node in runtime
-            else NEVER_RAN
-        )
+        executed_as = runtime[0].get(node)
+        if executed_as is None:
+            op_reasons[position] = PRUNED
+        elif executed_as in CONSTANT_KERNELS and info.op_name != "tf.Const":
+            op_reasons[position] = FOLDED
+        else:
+            op_reasons[position] = SILENT
     events = [
         UnmatchedEvent(name, sum(durs), len(durs), reasons[name])
         for name, durs in unmatched.items()
@@ -299,6 +306,7 @@ def _coverage(
             "nontrivial_coverage_of_executed": (
                 coverage.ops_nontrivial_annotated / executed if executed > 0 else 0.0
             ),
+            "runtime_graph_source": runtime[1] if runtime else None,
         },
     )
 
