@@ -57,6 +57,7 @@ PRUNED = NEVER_RAN + "not in the graph the runtime executed (grappler pruned or 
 FOLDED = NEVER_RAN + "grappler folded it into a constant"
 SILENT = "in the graph the runtime executed, yet no event in the profiled steps"
 CONSTANT_KERNELS = frozenset({"Const", "HostConst"})
+FOLDING_PREFIX = "ConstantFolding/"
 PLUMBING_KERNELS = {
     "_Arg": "function argument copy-in (a block argument in the IR, not an op)",
     "_Retval": "function result copy-out (the IR return op has no named location)",
@@ -258,6 +259,12 @@ def _coverage(
     warnings: list[str],
 ) -> Coverage:
     runtime = _runtime_graph(bundle)
+    # Constant folding replaces some nodes by `ConstantFolding/<node>-<suffix>` constants.
+    folded = {
+        name.removeprefix(FOLDING_PREFIX).rsplit("-", 2)[0]
+        for name in (runtime[0] if runtime else {})
+        if name.startswith(FOLDING_PREFIX)
+    }
     op_reasons: dict[int, str] = {}
     for position, info in enumerate(view.infos):
         if position in attribution.durations:
@@ -273,7 +280,7 @@ def _coverage(
             continue
         executed_as = runtime[0].get(node)
         if executed_as is None:
-            op_reasons[position] = PRUNED
+            op_reasons[position] = FOLDED if node in folded else PRUNED
         elif executed_as in CONSTANT_KERNELS and info.op_name != "tf.Const":
             op_reasons[position] = FOLDED
         else:
