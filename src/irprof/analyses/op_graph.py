@@ -36,7 +36,7 @@ class OpGraphOptions:
     function: str | None = None  # default: the function with the most attributed time
     expand: tuple[str, ...] = ()  # scopes (prefixes) drawn op by op even when grouping
     grouping: Grouping = "auto"  # auto: group only when the graph has more than max_nodes ops
-    max_nodes: int = 300
+    max_nodes: int = 300  # op and group nodes; function inputs come on top
 
 
 @dataclass(frozen=True)
@@ -262,7 +262,12 @@ def _op_node(position: int, top: _TopOp) -> GraphNode:
 
 
 def _group_keys(tops: list[_TopOp], options: OpGraphOptions) -> dict[int, str]:
-    """Top position -> group scope, for the ops that collapse; coarsen until the graph fits."""
+    """Top position -> group scope, for the ops that collapse.
+
+    `always` collapses every full scope (one group per layer). `auto`, above `max_nodes` ops,
+    starts from the outermost scopes and keeps opening the hottest group into its child scopes
+    while the graph still fits, so the time-heavy parts of a big model are drawn in detail.
+    """
     wants_groups = options.grouping == "always" or (
         options.grouping == "auto" and len(tops) > options.max_nodes
     )
@@ -274,19 +279,61 @@ def _group_keys(tops: list[_TopOp], options: OpGraphOptions) -> dict[int, str]:
             scope == s or scope.startswith(s + scope_separator(scope)) for s in options.expand
         )
 
-    candidates = {
+    scopes = {
         pos: top.record.scope
         for pos, top in enumerate(tops)
         if top.record.scope and not top.is_terminator and not expanded(top.record.scope)
     }
-    deepest = max((scope_depth(s) for s in candidates.values()), default=0)
-    keys: dict[int, str] = {}
-    for depth in range(deepest, 0, -1):
-        keys = {pos: scope_prefix(scope, depth) for pos, scope in candidates.items()}
-        node_count = len(tops) - len(keys) + len(set(keys.values()))
-        if (options.grouping == "always" and depth == deepest) or node_count <= options.max_nodes:
+    if options.grouping == "always":
+        keys = dict(scopes)
+    else:
+        keys = _open_hottest_groups(tops, scopes, options.max_nodes)
+    sizes = Counter(keys.values())
+    # A group of one op says less than the op itself.
+    return {pos: key for pos, key in keys.items() if sizes[key] > 1}
+
+
+def _open_hottest_groups(
+    tops: list[_TopOp], scopes: dict[int, str], max_nodes: int
+) -> dict[int, str]:
+    members: dict[str, list[int]] = {}
+    for pos, scope in scopes.items():
+        members.setdefault(scope_prefix(scope, 1), []).append(pos)
+    time_of = {key: sum(tops[p].total_ns for p in group) for key, group in members.items()}
+    node_count = len(tops) - len(scopes) + len(members)
+    settled: set[str] = set()  # groups that cannot open (no deeper scope, or too many children)
+    while True:
+        openable = [
+            key
+            for key, group in members.items()
+            if key not in settled and any(scope_depth(scopes[p]) > scope_depth(key) for p in group)
+        ]
+        if not openable:
             break
-    return keys
+        key = max(openable, key=lambda k: (time_of[k], len(members[k]), k))
+        depth = scope_depth(key) + 1
+        children: dict[str, list[int]] = {}
+        for pos in members[key]:
+            children.setdefault(scope_prefix(scopes[pos], depth), []).append(pos)
+        child_time = {c: sum(tops[p].total_ns for p in group) for c, group in children.items()}
+        if node_count - 1 + len(children) <= max_nodes:
+            opened = list(children)
+            del members[key], time_of[key]
+            node_count -= 1
+        else:
+            # Too many children: open the hottest that fit; the rest stay in this group.
+            room = max_nodes - node_count
+            opened = sorted(children, key=lambda c: (-child_time[c], c))[: max(room, 0)]
+            settled.add(key)
+            if not opened:
+                continue
+            members[key] = [p for c in children if c not in opened for p in children[c]]
+            time_of[key] -= sum(child_time[c] for c in opened)
+        for child in opened:
+            members[child] = children[child]
+            time_of[child] = child_time[child]
+        node_count += len(opened)
+    return {pos: key for key, group in members.items() for pos in group}
 
 
 def _assemble(
