@@ -62,8 +62,10 @@ def main() -> None:
         stages.append(("hotspots by scope", time.perf_counter() - mark))
         mark = time.perf_counter()
         graph = build_op_graph(module, profiled, OpGraphOptions())
-        stages.append((f"op graph ({len(graph.nodes)} nodes after grouping)", time.perf_counter() - mark))
-        for name in ("dot", "svg"):
+        stages.append(
+            (f"op graph ({len(graph.nodes)} nodes after grouping)", time.perf_counter() - mark)
+        )
+        for name in ("dot", "svg", "html"):
             mark = time.perf_counter()
             get_op_graph_renderers().get(name).render(graph)
             stages.append((f"render {name}", time.perf_counter() - mark))
