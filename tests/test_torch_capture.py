@@ -112,6 +112,7 @@ def test_annotate_torch_level_covers_the_profile(loop_bundle: RunBundle) -> None
     """>= 99% of profiled aten time lands on torch ops; each loop iteration on its own op."""
     outcome = annotate_bundle(loop_bundle, level="torch")
     assert outcome.coverage.time_coverage >= 0.99
+    assert outcome.coverage.warnings == ()
     assert outcome.coverage.ops_nontrivial_annotated == outcome.coverage.ops_nontrivial
     module = load_module(outcome.annotated_path, make_context())
     addmm = {

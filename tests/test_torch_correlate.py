@@ -18,6 +18,7 @@ from irprof.correlate.torch_events import (
     load_fx_calls,
     match_events,
     module_chain,
+    python_frames,
     top_level_op_events,
 )
 from irprof.errors import CorrelationError
@@ -63,6 +64,7 @@ def test_torch_level_covers_all_profiled_time_and_ops(results: dict, name: str) 
     assert coverage.time_coverage >= 0.99
     assert coverage.ops_nontrivial_annotated == coverage.ops_nontrivial
     assert coverage.unmatched_events == ()
+    assert coverage.warnings == ()  # every joined event has its node's source frame
 
 
 @pytest.mark.parametrize("name", ["cnn", "attention"])
@@ -225,6 +227,35 @@ def test_match_events_falls_back_to_op_name_and_reports_strangers() -> None:
     matched = match_events(events, calls)
     assert matched.nodes_of == {1: ("relu",)}
     assert "no call of this op" in matched.unmatched[2]
+
+
+def test_name_fallback_prefers_the_node_whose_source_frame_is_on_the_call_stack() -> None:
+    """Without a usable module chain, the Python frame (file, function) picks the node."""
+    calls = [
+        FxCall(0, "relu", "aten::relu", ("Net_0", "Block_0"), ("model.py", "block")),
+        FxCall(1, "relu_1", "aten::relu", ("Net_0",), ("model.py", "forward")),
+    ]
+    event = OpEvent(
+        7, "aten::relu", 0, 5, ("Net_1",), frozenset({("model.py", "forward"), ("run.py", "main")})
+    )
+    matched = match_events([event], calls)
+    assert matched.nodes_of == {7: ("relu_1",)}
+    assert matched.source_disagreements == []
+
+
+def test_join_that_contradicts_the_call_stack_is_flagged() -> None:
+    """An exact-signature join whose node's frame is absent from the stack is reported."""
+    calls = [FxCall(0, "relu", "aten::relu", ("Net_0",), ("model.py", "forward"))]
+    event = OpEvent(3, "aten::relu", 0, 5, ("Net_0",), frozenset({("other.py", "forward")}))
+    matched = match_events([event], calls)
+    assert matched.nodes_of == {3: ("relu",)}
+    assert matched.source_disagreements == [3]
+
+
+def test_python_frames_read_file_and_function() -> None:
+    """`file(N): function` frames; N (the def line) is dropped."""
+    stack = "<built-in function linear>;nn.Module: Linear_0;pkg/model.py(20): forward;"
+    assert python_frames(stack) == frozenset({("pkg/model.py", "forward")})
 
 
 def test_eager_fused_kernel_covers_its_modules_unaccounted_calls() -> None:

@@ -148,9 +148,17 @@ def correlate_torch_level(
     unmatched_events = [
         UnmatchedEvent(name, sum(durs), len(durs), reasons[name]) for name, durs in lost.items()
     ]
+    warnings = []
+    if matched.source_disagreements:
+        warnings.append(
+            f"{len(matched.source_disagreements)} of {len(matched.nodes_of)} joined events do not "
+            "have the FX node's source frame on their call stack; the trace may come from a "
+            "different version of the script"
+        )
     coverage = coverage_for(
         [(info.op, info.key) for info in infos],
         durations.keys(),
+        warnings=warnings,
         level="torch",
         profiled_ns=profiled_ns,
         attributed_ns=attributed_ns,

@@ -10,6 +10,7 @@ which the exported graph reproduces from each node's `nn_module_stack`.
 
 from __future__ import annotations
 
+import re
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -25,6 +26,7 @@ from irprof.trace.model import EventKind, Trace
 
 MODULE_FRAME = "nn.Module: "
 CALL_STACK_ARG = "Call stack"
+_PY_FRAME_RE = re.compile(r"^(.+)\((\d+)\): (.+)$")
 
 
 @dataclass(frozen=True)
@@ -35,6 +37,7 @@ class FxCall:
     node: str
     event_name: str  # `aten::linear`
     chain: tuple[str, ...]  # module instances as the profiler names them: (`Net_0`, `Linear_1`)
+    frame: tuple[str, str] | None = None  # innermost source frame: (file, function)
 
 
 @dataclass(frozen=True)
@@ -46,6 +49,7 @@ class OpEvent:
     ts_ns: int
     dur_ns: int
     chain: tuple[str, ...]
+    frames: frozenset[tuple[str, str]] = frozenset()  # Python frames: (file, function)
 
 
 def load_fx_calls(path: Path) -> list[FxCall]:
@@ -67,8 +71,16 @@ def load_fx_calls(path: Path) -> list[FxCall]:
                 instance_of[module_path] = f"{class_name}_{per_class[class_name]}"
                 per_class[class_name] += 1
             chain.append(instance_of[module_path])
+        frames = node.get("frames") or []
+        innermost = (str(frames[-1][0]), str(frames[-1][2])) if frames else None
         calls.append(
-            FxCall(int(node["index"]), node["name"], aten_event_name(node["target"]), tuple(chain))
+            FxCall(
+                int(node["index"]),
+                node["name"],
+                aten_event_name(node["target"]),
+                tuple(chain),
+                innermost,
+            )
         )
     return calls
 
@@ -79,6 +91,22 @@ def module_chain(call_stack: str | None) -> tuple[str, ...]:
         return ()
     frames = [f[len(MODULE_FRAME) :] for f in call_stack.split(";") if f.startswith(MODULE_FRAME)]
     return tuple(reversed(frames))
+
+
+def python_frames(call_stack: str | None) -> frozenset[tuple[str, str]]:
+    """(file, function) of the Python frames `file(N): function` of a verbose call stack.
+
+    N is the function's first line there, not the calling line, so only file and function can
+    be compared with the exported node's frames.
+    """
+    if not call_stack:
+        return frozenset()
+    found = set()
+    for frame in call_stack.split(";"):
+        match = _PY_FRAME_RE.match(frame)
+        if match:
+            found.add((match.group(1), match.group(3)))
+    return frozenset(found)
 
 
 def top_level_op_events(trace: Trace) -> list[OpEvent]:
@@ -114,6 +142,7 @@ def top_level_op_events(trace: Trace) -> list[OpEvent]:
             int(trace.ts_ns[row]),
             int(trace.dur_ns[row]),
             module_chain(arg.get(CALL_STACK_ARG)),
+            python_frames(arg.get(CALL_STACK_ARG)),
         )
         for row, arg in zip(kept, args, strict=True)
     ]
@@ -125,6 +154,8 @@ class EventMatch:
 
     nodes_of: dict[int, tuple[str, ...]] = field(default_factory=dict)  # event row -> FX nodes
     unmatched: dict[int, str] = field(default_factory=dict)  # event row -> reason
+    # Joined events whose call stack lacks the node's own source frame: a sign of a wrong join.
+    source_disagreements: list[int] = field(default_factory=list)
 
     def matched_nodes(self) -> set[str]:
         """Every FX node some event was joined to."""
@@ -151,15 +182,22 @@ def match_events(events: Sequence[OpEvent], calls: Sequence[FxCall]) -> EventMat
     for event in events:
         signature = (event.name, event.chain)
         candidates = exact.get(signature)
-        counter_key: tuple[str, Any] = signature
+        counter_key: tuple[Any, ...] = signature
         if not candidates:
-            candidates, counter_key = by_name.get(event.name), ("name", event.name)
+            named = by_name.get(event.name, [])
+            # Without the module chain, the source frame is the next best discriminator.
+            same_source = [c for c in named if c.frame is not None and c.frame in event.frames]
+            candidates = same_source or named
+            counter_key = ("name", event.name, bool(same_source), event.frames)
         if not candidates:
             strangers.append(event)
             continue
         # Every step runs the same program: ranks wrap around from one step to the next.
-        result.nodes_of[event.row] = (candidates[seen[counter_key] % len(candidates)].node,)
+        call = candidates[seen[counter_key] % len(candidates)]
         seen[counter_key] += 1
+        result.nodes_of[event.row] = (call.node,)
+        if event.frames and call.frame is not None and call.frame not in event.frames:
+            result.source_disagreements.append(event.row)
     accounted = result.matched_nodes()
     for event in strangers:
         inside = tuple(
