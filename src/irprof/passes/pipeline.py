@@ -275,6 +275,13 @@ def run_steps(
             safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in step.label)[:60]
             path = options.print_ir_after_all / f"{number:02d}-{safe}.mlir"
             write_module(path, module, debug_info=options.debug_info)
+    # Native runs verify their result; a Python pass that ran last has not been checked yet, and
+    # the printer assumes verified IR.
+    if expanded and isinstance(expanded[-1], IrprofStep) and not options.verify_each:
+        try:
+            verify_module(module, what=f"after {expanded[-1].label}")
+        except MlirError as exc:
+            raise PipelineError(str(exc)) from exc
 
 
 def run_pipeline(
