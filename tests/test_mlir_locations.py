@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from iree.compiler import ir
 
 from irprof.mlir.context import make_context
@@ -14,6 +16,7 @@ from irprof.mlir.locations import (
     CallSiteLoc,
     FileLineColLoc,
     FusedLoc,
+    Loc,
     NameLoc,
     UnknownLoc,
     downcast,
@@ -64,3 +67,39 @@ def test_diagnostic_locations_are_downcast() -> None:
         location = downcast(exc.error_diagnostics[0].location)
     assert isinstance(location, ir.FileLineColLoc)
     assert (location.start_line, location.start_col) == (2, 7)
+
+
+_text = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=8)
+_leaf = st.one_of(
+    st.just(UnknownLoc()),
+    st.builds(FileLineColLoc, _text, st.integers(0, 10**6), st.integers(0, 999)),
+    st.builds(
+        lambda f, line, col, extra, end_col: FileLineColLoc(f, line, col, line + extra, end_col),
+        _text, st.integers(0, 1000), st.integers(0, 99), st.integers(1, 5), st.integers(0, 99),
+    ),
+)  # fmt: skip
+_tree = st.recursive(
+    _leaf,
+    lambda children: st.one_of(
+        st.builds(NameLoc, _text, children),
+        st.builds(CallSiteLoc, children, children),
+        st.builds(
+            FusedLoc,
+            st.lists(children, min_size=1, max_size=3).map(tuple),
+            st.one_of(st.none(), st.just('"meta"'), st.just("{k = 1 : i64}")),
+        ),
+    ),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(tree=_tree)
+def test_model_round_trip_property(tree: Loc) -> None:
+    """PROPERTY: whatever MLIR makes of a tree (it folds fused/unknown), the model keeps exactly."""
+    context = make_context()
+    built = to_ir(tree, context)
+    read = from_ir(built)
+    assert str(to_ir(read, context)) == str(built)
+    assert from_ir(to_ir(read, context)) == read
+    render(read)  # never raises on any shape
