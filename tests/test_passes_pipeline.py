@@ -139,3 +139,12 @@ def test_registry_lists_core_passes_and_rejects_duplicates() -> None:
     registry.register("x", lambda: 1)
     with pytest.raises(ValueError, match="duplicate"):
         registry.register("x", lambda: 2)
+
+
+def test_annotate_ignores_an_entry_without_key_fields(tmp_path: Path) -> None:
+    module = load_module(FIXTURES / "torch.fx.mlir", make_context())
+    profile = _profile(tmp_path / "p.json", "torch", [OpKey(), OpKey(name="nope")])
+    run_pipeline(module, f"builtin.module(irprof-annotate{{profile={profile}}})")
+    assert not any(get_profile(op) for op in walk_ops(module))
+    summary = get_summary(module)
+    assert summary is not None and summary["entries_unmatched"] == 2

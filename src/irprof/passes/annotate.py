@@ -44,7 +44,8 @@ def _apply(
     annotated: set[int] = set()
     unmatched: list[OpProfileEntry] = []
     for entry in opprofile.entries:
-        positions = index.match_positions(entry.key)
+        # An entry without any key field would vacuously match every op: a correlator bug.
+        positions = index.match_positions(entry.key) if entry.key.to_json() else []
         if not positions:
             unmatched.append(entry)
             continue
