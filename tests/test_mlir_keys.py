@@ -10,6 +10,7 @@ from irprof.mlir.keys import (
     OpInfo,
     derive_op_infos,
     derive_op_keys,
+    fused_members,
     origin_name,
     origins,
     parse_origin,
@@ -39,6 +40,9 @@ def test_tf_node_names_skip_type_markers_and_keep_function_suffix() -> None:
     assert node == "Relu"
     assert function is not None and function.startswith("__inference_inner_")
     assert all(not name.endswith(":") for name in names.values())
+    matmul = next(i for i in _infos("tf.function.mlir") if i.op_name == "tf.MatMul")
+    members = fused_members(matmul.loc)
+    assert len(members) == 2 and members[0] == NameLoc("MatMul:")
 
 
 def test_jax_names_and_innermost_source_distinguish_the_two_dots() -> None:
