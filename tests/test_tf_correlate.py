@@ -241,3 +241,14 @@ def test_kernel_type_normalisation_and_time_shares() -> None:
     assert base_kernel_type("Relu") == "Relu"
     assert share_time(10, 3, "default") == [4, 3, 3]
     assert share_time(10, 3, "base") == [10, 0, 0]
+
+
+def test_events_of_ops_merged_by_cse_go_to_the_survivor() -> None:
+    # tf-standard-pipeline's CSE keeps one of the optimizer's identical ReadVariableOps.
+    merged = "sgd_1/Cast_5/ReadVariableOp:ReadVariableOp"
+    result = correlate("cnn-train", "tf-standard")
+    holders = [e for e in result.opprofile.entries if merged in e.data.kernels]
+    assert len(holders) == 1
+    assert holders[0].op_name == "tf.ReadVariableOp"
+    assert holders[0].key.name != "sgd_1/Cast_5/ReadVariableOp"
+    assert merged not in {e.name for e in result.coverage.unmatched_events}

@@ -27,9 +27,10 @@ ops of that type in IR order within each profiled step, and the coverage carries
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -51,6 +52,7 @@ from irprof.readers import read_trace
 from irprof.trace.model import EventKind, Trace
 
 TF_LEVELS = ("tf", "tf-standard", "post-grappler")
+RAW_LEVEL = "tf"
 EAGER_PREFIX = "EagerLocalExecute: "
 NEVER_RAN = "never ran: "
 PRUNED = NEVER_RAN + "not in the graph the runtime executed (grappler pruned or fused it away)"
@@ -125,7 +127,11 @@ def _runtime_graph(bundle: RunBundle) -> tuple[dict[str, str], str] | None:
 
 
 def _attribute_graph_events(
-    trace: Trace, rows: np.ndarray, view: ModuleView, rule: str
+    trace: Trace,
+    rows: np.ndarray,
+    view: ModuleView,
+    reference: Callable[[], ModuleView | None],
+    rule: str,
 ) -> tuple[Attribution, dict[str, list[int]], dict[str, str]]:
     """Join executor op events by node name; returns unmatched event name -> durations, reasons."""
     attribution = Attribution()
@@ -136,7 +142,9 @@ def _attribute_graph_events(
         event = trace.name_of(row)
         duration, ts = int(trace.dur_ns[row]), int(trace.ts_ns[row])
         if event not in resolved:
-            resolved[event] = _resolve_event(view, args["tf_op_name"], args["tf_op_type"])
+            resolved[event] = _resolve_event(
+                view, reference, args["tf_op_name"], args["tf_op_type"]
+            )
         chain, reason = resolved[event]
         if not chain:
             unmatched[event].append(duration)
@@ -146,7 +154,9 @@ def _attribute_graph_events(
     return attribution, unmatched, reasons
 
 
-def _resolve_event(view: ModuleView, node: str, kernel_type: str) -> tuple[list[int], str]:
+def _resolve_event(
+    view: ModuleView, reference: Callable[[], ModuleView | None], node: str, kernel_type: str
+) -> tuple[list[int], str]:
     """The chain of ops one `node:type` event covers, or ([], why not)."""
     if kernel_type == "_Arg":
         # A graph imported with `convert_graph_def` (post-grappler) keeps arguments as
@@ -159,9 +169,35 @@ def _resolve_event(view: ModuleView, node: str, kernel_type: str) -> tuple[list[
         # them again, so this time stays unattributed (and is reported).
         return [], PLUMBING_KERNELS[kernel_type]
     positions = view.resolve(node)
-    if not positions:
-        return [], "no op with this node name at this level (renamed, merged or not in the IR)"
-    return fused_chain(view, positions[0], kernel_type), ""
+    if positions:
+        return fused_chain(view, positions[0], kernel_type), ""
+    survivor = _cse_survivor(view, reference, node)
+    if survivor is not None:
+        return [survivor], ""
+    return [], "no op with this node name at this level (renamed, merged or not in the IR)"
+
+
+def _cse_survivor(
+    view: ModuleView, reference: Callable[[], ModuleView | None], node: str
+) -> int | None:
+    """The op CSE kept in place of `node`, found through the raw `tf` level.
+
+    `tf-standard-pipeline` merges ops that read the same function arguments (the optimizer's
+    repeated `ReadVariableOp` of one learning rate) and keeps one location: the raw level still
+    names the merged op, and the op with its signature here is the survivor.
+    """
+    raw_view = reference()
+    if raw_view is None:
+        return None
+    for raw in raw_view.resolve(node):
+        signature = raw_view.argument_signature(raw)
+        if signature is None:
+            continue
+        # Function symbols agree between levels imported from the same concrete function.
+        matches = view.by_signature.get(signature, [])
+        if len(matches) == 1:
+            return matches[0]
+    return None
 
 
 def _attribute_eager_events(
@@ -224,7 +260,7 @@ def correlate_module(
     warnings: list[str] = []
     if len(op_rows):
         attribution, unmatched, reasons = _attribute_graph_events(
-            trace, op_rows, view, options.fused_time_rule
+            trace, op_rows, view, _raw_level(bundle, level), options.fused_time_rule
         )
     else:
         eager = np.array(
@@ -246,6 +282,19 @@ def correlate_module(
             bundle, view, attribution, level, profiled_ns, unmatched, reasons, warnings
         ),
     )
+
+
+def _raw_level(bundle: RunBundle, level: str) -> Callable[[], ModuleView | None]:
+    """The raw `tf` level's view, loaded on first use (None at `tf` itself or when absent)."""
+
+    @functools.cache
+    def load() -> ModuleView | None:
+        path = bundle.ir_path(RAW_LEVEL)
+        if level == RAW_LEVEL or not path.is_file():
+            return None
+        return ModuleView.of(load_module(path, make_context()))
+
+    return load
 
 
 def _coverage(

@@ -43,6 +43,11 @@ class ModuleView:
     )
     callee_of: dict[int, str] = field(default_factory=dict)
     placeholders: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
+    by_signature: dict[tuple[str, str, tuple[int, ...]], list[int]] = field(
+        default_factory=lambda: defaultdict(list)
+    )
+    # The ops above die with their module: the view keeps it alive.
+    module: ir.Module | ir.Operation | None = None
     entry_function: int | None = None
 
     @staticmethod
@@ -51,7 +56,7 @@ class ModuleView:
         infos = derive_op_infos(module)
         position_of = {info.op: i for i, info in enumerate(infos)}
         function_of = [""] * len(infos)
-        view = ModuleView(infos, position_of, function_of)
+        view = ModuleView(infos, position_of, function_of, module=module)
         current = ""
         for position, info in enumerate(infos):
             attributes = info.op.attributes
@@ -65,6 +70,9 @@ class ModuleView:
                 view.placeholders[info.keys.name.lower().replace("/", "_")].append(position)
             if info.op_name in CALL_OPS and "f" in attributes:
                 view.callee_of[position] = ir.FlatSymbolRefAttr(attributes["f"]).value
+            signature = view.argument_signature(position)
+            if signature is not None:
+                view.by_signature[signature].append(position)
             for name in info.keys.names:
                 view.by_name[name].append(position)
                 # The `@function` suffix holds the FunctionDef's name, which the importer may
@@ -95,6 +103,21 @@ class ModuleView:
             if not isinstance(owner, ir.Operation):
                 return None
         return self.position_of.get(owner)
+
+    def argument_signature(self, position: int) -> tuple[str, str, tuple[int, ...]] | None:
+        """(function, op name, argument numbers) of an op reading only function arguments.
+
+        Two such ops with one signature compute the same value; CSE keeps one of them.
+        """
+        op = self.infos[position].op
+        numbers = []
+        for operand in op.operands:
+            if not isinstance(operand, ir.BlockArgument):
+                return None
+            numbers.append(operand.arg_number)
+        if not numbers:
+            return None
+        return (self.function_of[position], self.infos[position].op_name, tuple(numbers))
 
     def resolve(self, node: str, function: str | None = None) -> list[int]:
         """Positions of the ops a runtime node name designates (see module docstring)."""
