@@ -42,6 +42,7 @@ test: lint typecheck unit
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_readers.py
 	$(BIN)/python benchmarks/bench_annotate.py
+	$(BIN)/python benchmarks/bench_views.py
 
 clean:
 	rm -rf $(VENV) $(DEMO) .pytest_cache .mypy_cache .ruff_cache

@@ -36,6 +36,10 @@ def atomic_write(path: str | Path) -> Iterator[IO[bytes]]:
     try:
         with os.fdopen(fd, "wb") as handle:
             yield handle
+        # mkstemp makes the file 0600; outputs are ordinary files, so honour the umask instead.
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):

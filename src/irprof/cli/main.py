@@ -6,7 +6,6 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-import click
 import typer
 from rich.console import Console
 
@@ -61,13 +60,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     except IrprofError as exc:
         err.print(f"[bold red]irprof: error:[/] {exc}", markup=True)
         return exc.exit_code
-    except click.exceptions.Exit as exc:
+    except typer.Exit as exc:
         return int(exc.exit_code)
-    except click.exceptions.Abort:
+    except typer.Abort:
         err.print("irprof: aborted")
         return 130
-    except click.ClickException as exc:
-        exc.show(file=sys.stderr)
+    except typer.TyperException as exc:  # usage errors: Typer's bundled Click shows them
+        show = getattr(exc, "show", None)
+        if callable(show):
+            show(file=sys.stderr)
+        else:
+            err.print(f"irprof: error: {exc}", markup=False)
         return 2
     return int(result) if isinstance(result, int) else 0
 
