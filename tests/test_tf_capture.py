@@ -33,10 +33,11 @@ FORBIDDEN = ("/work/", "/tmp/", "/root/", str(Path.home()))
 
 @pytest.fixture(scope="session")
 def infer_bundle(tmp_path_factory: pytest.TempPathFactory) -> RunBundle:
-    """The session's inference capture: every level, Python tracer level 1."""
+    """The session's inference capture, through the CLI: every level, Python tracer level 1."""
     out = tmp_path_factory.mktemp("tf_infer") / "run"
-    options = TfCaptureOptions(steps=5, warmup=1, python_level=1, post_grappler=True)
-    return capture_tf(EXAMPLE, out, options)
+    argv = ["capture", "tf", str(EXAMPLE), "-o", str(out), "--steps", "5", "--warmup", "1"]
+    assert main([*argv, "--python-level", "1", "--post-grappler"]) == 0
+    return RunBundle(out)
 
 
 @pytest.fixture(scope="session")
