@@ -103,7 +103,9 @@ def _module_text(ops: list[tuple[str, str, bool]]) -> str:
 _durations = st.lists(st.integers(0, 10**12), min_size=1, max_size=4)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=40, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow]
+)
 @given(
     ops=st.lists(_op, min_size=1, max_size=12),
     picks=st.lists(st.tuples(st.integers(0, 40), _durations, st.booleans()), max_size=10),

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from iree.compiler import ir
 
 from irprof.mlir.context import make_context
-from irprof.mlir.keys import walk_ops
+from irprof.mlir.keys import location_keys, walk_ops
 from irprof.mlir.load import load_module
 from irprof.mlir.locations import (
     CallSiteLoc,
@@ -93,13 +93,18 @@ _tree = st.recursive(
 )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=150, deadline=None, database=None)
 @given(tree=_tree)
 def test_model_round_trip_property(tree: Loc) -> None:
-    """PROPERTY: whatever MLIR makes of a tree (it folds fused/unknown), the model keeps exactly."""
+    """PROPERTY: model -> MLIR -> model reaches a fixpoint, and keys never change on the way.
+
+    MLIR canonicalizes fused locations when building them (drops unknown members, flattens
+    nested fused with equal metadata) but not always idempotently (a flattened `unknown` is kept
+    once), so exact equality is asked after one rebuild.
+    """
     context = make_context()
-    built = to_ir(tree, context)
-    read = from_ir(built)
-    assert str(to_ir(read, context)) == str(built)
-    assert from_ir(to_ir(read, context)) == read
+    read = from_ir(to_ir(tree, context))
+    rebuilt = from_ir(to_ir(read, context))
+    assert from_ir(to_ir(rebuilt, context)) == rebuilt
+    assert location_keys(rebuilt) == location_keys(read)
     render(read)  # never raises on any shape
