@@ -7,8 +7,13 @@ the IR keeps in its location (`irprof.mlir.keys`). The join, in order of prefere
    their bare node name inside the function a call op reached);
 2. runtime-inlined names: `<call node>/<inner node>`, where `<call node>` is a call op
    (`StatefulPartitionedCall`, `PartitionedCall`) whose callee holds `<inner node>`, recursively;
-`_Arg`/`_Retval` events (argument copy-in, result copy-out) have no op to go to: arguments are
-block arguments and the return op has an unknown location, so they stay unmatched with a reason.
+3. at derived levels, a node CSE merged away (tf-standard keeps one of several identical
+   `ReadVariableOp`s) is found in the raw `tf` level and its event goes to the survivor, the op
+   reading the same function arguments.
+
+Only events inside the capture's step markers count. `_Arg`/`_Retval` events (argument
+copy-in, result copy-out) have no op to go to: arguments are block arguments and the return op
+has an unknown location, so they stay unmatched with a reason.
 
 Fused kernels: grappler's remapper and oneDNN name a fused kernel after the LAST node of the
 chain (`conv/Relu:_MklNativeFusedConv2D` is Conv2D+BiasAdd+Relu). `FUSION_RULES` recovers the
@@ -19,6 +24,9 @@ Every op of the chain receives the event in `kernels`, the other members' names 
 "default"/"equal" splits the duration evenly (the remainder goes to the base op), "base" gives it
 all to the base compute op (the others get zero-time records). Shares sum to the event, so the
 totals never double count.
+
+Unmatched non-trivial ops get a reason from the graph the runtime executed
+(`tf_runtime_graph.json`, TensorFlow's own dump): pruned, folded into a constant, or silent.
 
 Eager traces (op-by-op execution) carry only `EagerLocalExecute: <Type>`: events are matched to
 ops of that type in IR order within each profiled step, and the coverage carries a warning.
