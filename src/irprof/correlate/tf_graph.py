@@ -186,7 +186,8 @@ def fused_chain(view: ModuleView, named: int, kernel_type: str) -> list[int]:
     """The ops one kernel event covers; `[named]` unless the kernel fuses a chain."""
     family = base_kernel_type(kernel_type)
     rule = FUSION_RULES.get(family)
-    if rule is None or view.op_type(named) in (family, kernel_type.lstrip("_")):
+    # Post-grappler IR already holds the fused op (`tf._FusedConv2D`): it is the whole chain.
+    if rule is None or base_kernel_type(view.op_type(named)) == family:
         return [named]
     return rule(view, named) or [named]
 
