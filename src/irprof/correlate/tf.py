@@ -316,6 +316,10 @@ def _coverage(
     warnings: list[str],
 ) -> Coverage:
     runtime = _runtime_graph(bundle)
+    silent = SILENT
+    recorded = bundle.manifest().options.get("recorded_tracer_options", {})
+    if int(recorded.get("host_tracer_level", 3)) < 3:
+        silent += " (host tracer level below 3 skips cheap kernels: capture with --host-level 3)"
     # Constant folding replaces some nodes by `ConstantFolding/<node>-<suffix>` constants.
     folded = {
         name.removeprefix(FOLDING_PREFIX).rsplit("-", 2)[0]
@@ -341,7 +345,7 @@ def _coverage(
         elif executed_as in CONSTANT_KERNELS and info.op_name != "tf.Const":
             op_reasons[position] = FOLDED
         else:
-            op_reasons[position] = SILENT
+            op_reasons[position] = silent
     events = [
         UnmatchedEvent(name, sum(durs), len(durs), reasons[name])
         for name, durs in unmatched.items()
