@@ -55,7 +55,7 @@ start = time.perf_counter()
 trace = read_trace(path)
 seconds = time.perf_counter() - start
 {RUSAGE}
-print(json.dumps({{"seconds": seconds, "events": len(trace) + len(trace.flows) * 2,
+print(json.dumps({{"seconds": seconds, "events": len(trace),
                   "rss_mb": rss_mb}}))
 """,
     "HTA parse_trace_dataframe": f"""

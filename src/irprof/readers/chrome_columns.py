@@ -1,0 +1,210 @@
+"""Column helpers of the Chrome reader: interning, kinds, track names, argument blob repair."""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Sequence
+from operator import itemgetter
+from typing import Any, overload
+
+import msgspec
+import numpy as np
+import numpy.typing as npt
+
+from irprof.readers.chrome_decode import decode_any
+from irprof.trace.model import EventKind, Tracks
+
+I64 = npt.NDArray[np.int64]
+I8 = npt.NDArray[np.int8]
+
+KIND_BY_CATEGORY: dict[str, EventKind] = {
+    "cpu_op": EventKind.FRAMEWORK_OP,
+    "operator": EventKind.FRAMEWORK_OP,  # older Kineto
+    "kernel": EventKind.KERNEL,
+    "gpu_memcpy": EventKind.KERNEL,
+    "gpu_memset": EventKind.KERNEL,
+    "python_function": EventKind.PYTHON,
+    "cuda_runtime": EventKind.RUNTIME,
+    "cuda_driver": EventKind.RUNTIME,
+    "cpu_instant_event": EventKind.INSTANT,
+    "user_annotation": EventKind.OTHER,
+    "gpu_user_annotation": EventKind.OTHER,
+}
+STEP_NAME_PREFIX = "ProfilerStep"  # Kineto user_annotation of `prof.step()`
+
+
+def intern(values: Sequence[Any]) -> tuple[I64, list[Any]]:
+    """Ids of `values` in first-seen order, and the table (dict.fromkeys and map run in C)."""
+    table = list(dict.fromkeys(values))
+    index = {value: position for position, value in enumerate(table)}
+    return np.fromiter(map(index.__getitem__, values), dtype=np.int64, count=len(values)), table
+
+
+class InternedNames(Sequence[str]):
+    """Event names as ids into a table: indexable like the list, without a str per event."""
+
+    def __init__(self, ids: I64, table: list[str]) -> None:
+        self.ids = ids
+        self.table = table
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @overload
+    def __getitem__(self, row: int) -> str: ...
+
+    @overload
+    def __getitem__(self, row: slice) -> Sequence[str]: ...
+
+    def __getitem__(self, row: int | slice) -> str | Sequence[str]:
+        if isinstance(row, slice):
+            return [self.table[index] for index in self.ids[row].tolist()]
+        return self.table[int(self.ids[row])]
+
+
+def compact_table(ids: I64, table: list[Any]) -> tuple[I64, list[Any]]:
+    """Drop table entries no id uses (names of metadata and flow events), keeping order."""
+    used = np.zeros(len(table), dtype=bool)
+    used[ids] = True
+    remap = np.cumsum(used) - 1
+    kept = np.nonzero(used)[0].tolist()
+    return remap[ids], [table[position] for position in kept]
+
+
+def numeric_id(value: int | str) -> int:
+    """Ints stay; strings (Kineto's "Spans", "stream 7") get a stable crc32-based id."""
+    return value if isinstance(value, int) else zlib.crc32(value.encode("utf-8"))
+
+
+def _is_tf_op(name: str, args: bytes) -> bool:
+    """xprof trace_viewer names a TF op event by its type, with `long_name` "node:type"."""
+    decoded = decode_any.decode(args)
+    long_name = decoded.get("long_name") if isinstance(decoded, dict) else None
+    return isinstance(long_name, str) and long_name.endswith(":" + name)
+
+
+def classify(
+    rows: I64,
+    cat_ids: I64,
+    cats: list[str],
+    names: Sequence[str],
+    args: Sequence[msgspec.Raw],
+    dur_ns: I64,
+) -> I8:
+    """EventKind of each row: by Kineto category, else from the args and name (see chrome.py)."""
+    kind_of_cat = np.array(
+        [int(KIND_BY_CATEGORY.get(cat, EventKind.OTHER)) for cat in cats] or [0], dtype=np.int8
+    )
+    known = np.array([cat in KIND_BY_CATEGORY for cat in cats] or [False], dtype=np.bool_)
+    row_cats = cat_ids[rows]
+    kinds = kind_of_cat[row_cats]
+    for position in np.nonzero(~known[row_cats])[0].tolist():
+        row = int(rows[position])
+        raw = bytes(args[row])
+        if b'"hlo_op"' in raw:
+            kinds[position] = EventKind.KERNEL
+        elif b'"step_num"' in raw:
+            kinds[position] = EventKind.STEP
+        elif b'"long_name"' in raw and _is_tf_op(names[row], raw):
+            kinds[position] = EventKind.FRAMEWORK_OP
+        elif names[row].startswith("$"):
+            kinds[position] = EventKind.PYTHON
+        elif dur_ns[position] == 0:
+            kinds[position] = EventKind.INSTANT
+    if "user_annotation" in cats:
+        annotations = np.nonzero(row_cats == cats.index("user_annotation"))[0]
+        for position in annotations.tolist():
+            if names[int(rows[position])].startswith(STEP_NAME_PREFIX):
+                kinds[position] = EventKind.STEP
+    return kinds
+
+
+def metadata_names(
+    meta_ids: dict[int, tuple[int | str, int | str]],
+    names: Sequence[str],
+    args: Sequence[msgspec.Raw],
+) -> tuple[dict[int, str], dict[tuple[int, int], str], dict[str, Any]]:
+    """Process and thread names and sort indices from the M events."""
+    processes: dict[int, str] = {}
+    threads: dict[tuple[int, int], str] = {}
+    sort_index: dict[str, Any] = {}
+    for row, (raw_pid, raw_tid) in meta_ids.items():
+        raw = bytes(args[row])
+        decoded = decode_any.decode(raw) if raw else {}
+        if not isinstance(decoded, dict):
+            continue
+        pid, tid, name = numeric_id(raw_pid), numeric_id(raw_tid), names[row]
+        if name == "process_name":
+            processes[pid] = str(decoded.get("name", pid))
+        elif name == "thread_name":
+            threads[(pid, tid)] = str(decoded.get("name", tid))
+        elif name.endswith("sort_index"):
+            sort_index[f"{name}:{raw_pid}:{raw_tid}"] = decoded.get("sort_index")
+    return processes, threads, sort_index
+
+
+def tracks_table(
+    track_keys: I64,
+    pids: list[int | str],
+    tids: list[int | str],
+    processes: dict[int, str],
+    threads: dict[tuple[int, int], str],
+) -> Tracks:
+    """Track table for the (pid, tid) keys used, named from the M events when present."""
+    width = max(len(tids), 1)
+    raw_pid = [pids[int(key) // width] for key in track_keys.tolist()]
+    raw_tid = [tids[int(key) % width] for key in track_keys.tolist()]
+    pid_of_track = [numeric_id(pid) for pid in raw_pid]
+    tid_of_track = [numeric_id(tid) for tid in raw_tid]
+    return Tracks(
+        process=tuple(
+            processes.get(pid, str(raw)) for pid, raw in zip(pid_of_track, raw_pid, strict=True)
+        ),
+        thread=tuple(
+            threads.get((pid, tid), str(raw))
+            for pid, tid, raw in zip(pid_of_track, tid_of_track, raw_tid, strict=True)
+        ),
+        pid=tuple(pid_of_track),
+        tid=tuple(tid_of_track),
+    )
+
+
+def args_blob(
+    args: Sequence[msgspec.Raw], rows: I64, replaced: dict[int, bytes]
+) -> tuple[bytes, I64]:
+    """Concatenated raw args of `rows` in that order (with `replaced` rows' args swapped in)."""
+    if len(rows) == 0:
+        return b"", np.zeros(1, dtype=np.int64)
+    picked = itemgetter(*rows.tolist())(args) if len(rows) > 1 else (args[int(rows[0])],)
+    parts: list[Any] = list(picked)
+    for position in np.nonzero(np.isin(rows, list(replaced)))[0].tolist() if replaced else []:
+        parts[position] = replaced[int(rows[position])]
+    offsets = np.zeros(len(parts) + 1, dtype=np.int64)
+    np.cumsum(np.fromiter(map(len, parts), dtype=np.int64, count=len(parts)), out=offsets[1:])
+    blob = b"".join(parts)
+    return wrap_non_object_args(blob, offsets), offsets
+
+
+def wrap_non_object_args(blob: bytes, offsets: I64) -> bytes:
+    """Args that are not JSON objects (`null`, a number) become {"args": value}; updates offsets."""
+    if not blob:
+        return blob
+    starts = offsets[:-1]
+    present = offsets[1:] > starts
+    first = np.frombuffer(blob, dtype=np.uint8)[starts[present]]
+    odd = np.nonzero(present)[0][first != ord("{")]
+    if len(odd) == 0:
+        return blob
+    parts: list[bytes] = []
+    lengths = np.diff(offsets)
+    cursor = 0
+    for row in odd.tolist():
+        start, stop = int(offsets[row]), int(offsets[row + 1])
+        parts.append(blob[cursor:start])
+        value = blob[start:stop]
+        parts.append(b"" if value == b"null" else b'{"args":' + value + b"}")
+        lengths[row] = len(parts[-1])
+        cursor = stop
+    parts.append(blob[cursor:])
+    np.cumsum(lengths, out=offsets[1:])
+    return b"".join(parts)
