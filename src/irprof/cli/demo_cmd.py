@@ -15,8 +15,8 @@ from irprof.analyses.report_data import build_report_data
 from irprof.annotate import annotate_bundle
 from irprof.bundle import RunBundle
 from irprof.capture.registry import get_all_capturers
-from irprof.cli.annotate_cmd import coverage_report
 from irprof.correlate import get_all_correlators
+from irprof.coverage import Coverage
 from irprof.dag import build_event_dag
 from irprof.dag.export import save_dag_json
 from irprof.errors import UsageError
@@ -48,6 +48,21 @@ def _fresh_output(out: Path) -> None:
     shutil.rmtree(out)
 
 
+def coverage_line(coverage: Coverage) -> str:
+    """One line per level: time and op coverage, and the largest unmatched event if any."""
+    line = (
+        f"level {coverage.level}: {coverage.time_coverage:.1%} of "
+        f"{coverage.profiled_ns / 1e6:,.3f} ms profiled op time attributed, "
+        f"{coverage.ops_nontrivial_annotated}/{coverage.ops_nontrivial} non-trivial ops annotated"
+    )
+    if coverage.unmatched_events:
+        worst = coverage.unmatched_events[0]
+        line += (
+            f"; largest unmatched: {worst.name} ({worst.total_ns / 1e6:,.3f} ms, {worst.reason})"
+        )
+    return line
+
+
 def demo(
     framework: Annotated[
         str, typer.Option("--framework", "-f", help="Stack to demonstrate: tf, jax or torch.")
@@ -73,7 +88,8 @@ def demo(
     levels = [level for level in correlator.levels if level in manifest.ir_levels]
     for level in levels:
         outcome = annotate_bundle(bundle, level)
-        console.print(coverage_report(outcome.coverage))
+        console.print(coverage_line(outcome.coverage), markup=False)
+    console.print(f"full coverage reports: irprof annotate {bundle.root} --level LEVEL")
 
     console.rule("[bold]3/4 event DAG and report[/]")
     trace = read_trace(bundle.trace_paths()[0])
@@ -101,13 +117,18 @@ def demo(
         ("event DAG (SVG)", dag_svg),
         ("HTML report", bundle.report_path),
     ]
+    width = max(len(label) for label, _ in outputs)
     for label, path in outputs:
-        console.print(f"{label:>20}: {path}")
-    console.print(
-        f"next: irprof top {bundle.root} --by scope | irprof export {bundle.root} "
-        f"--to perfetto -o trace.json | irprof opt {bundle.annotated_path(levels[0])} "
-        "--pass-pipeline='builtin.module(irprof-strip)'"
-    )
+        console.print(f"{label:>{width}}: {path}", markup=False)
+    console.print("next:")
+    for command in (
+        f"irprof top {bundle.root} --by scope",
+        f"irprof graph {bundle.annotated_path(levels[0])} -o graph.svg",
+        f"irprof export {bundle.root} --to perfetto -o trace.json  (open in ui.perfetto.dev)",
+        f"irprof opt {bundle.annotated_path(levels[0])} "
+        "--pass-pipeline='builtin.module(irprof-strip, canonicalize)'",
+    ):
+        console.print(f"  {command}", markup=False, soft_wrap=True)
 
 
 def register(app: typer.Typer) -> None:

@@ -1,0 +1,45 @@
+"""`irprof demo`: the whole loop on a bundled example writes every output it announces."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+
+from irprof.cli.main import main
+from irprof.coverage import load_coverages
+
+
+def test_demo_runs_the_whole_loop_on_the_jax_example(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "demo"
+    assert main(["demo", "--framework", "jax", "-o", str(out), "-n", "5"]) == 0
+    printed = capsys.readouterr().out
+    for name in ("annotated/stablehlo.mlir", "opprofile.json", "coverage.json", "dag.json"):
+        assert (out / name).is_file(), name
+    assert (out / "dag.svg").read_text().lstrip().startswith(("<?xml", "<svg"))
+    assert "<html" in (out / "report.html").read_text()[:500].lower()
+    coverage = load_coverages(out / "coverage.json")["stablehlo"]
+    assert coverage.time_coverage > 0.95
+    dag = orjson.loads((out / "dag.json").read_bytes())
+    assert dag["nodes"] and "edges" in dag
+    assert "level stablehlo:" in printed and "HTML report" in printed
+    assert "jit(mlp)/" in printed  # the hottest ops are listed by their IR names
+
+
+def test_demo_never_deletes_a_directory_it_did_not_write(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    precious = tmp_path / "precious"
+    precious.mkdir()
+    (precious / "notes.txt").write_text("keep me")
+    assert main(["demo", "--framework", "jax", "-o", str(precious)]) == 2
+    assert "not a run bundle" in capsys.readouterr().err
+    assert (precious / "notes.txt").read_text() == "keep me"
+
+
+def test_demo_rejects_an_unknown_framework(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo", "--framework", "mxnet"]) == 2
+    assert "unknown capture framework 'mxnet'" in capsys.readouterr().err
