@@ -14,7 +14,7 @@ from typing import Any
 import tensorflow as tf
 
 SEED = 7
-BATCH = 8
+BATCH = 32
 IMAGE = (28, 28, 1)
 CLASSES = 10
 
@@ -25,7 +25,7 @@ def build_model() -> tf.keras.Model:
     return tf.keras.Sequential(
         [
             tf.keras.Input(shape=IMAGE, batch_size=BATCH),
-            tf.keras.layers.Conv2D(8, 3, activation="relu", name="conv"),
+            tf.keras.layers.Conv2D(16, 3, activation="relu", name="conv"),
             tf.keras.layers.MaxPooling2D(2, name="pool"),
             tf.keras.layers.Flatten(name="flatten"),
             tf.keras.layers.Dense(32, activation="relu", name="dense1"),

@@ -35,7 +35,7 @@ FORBIDDEN = ("/work/", "/tmp/", "/root/", str(Path.home()))
 def infer_bundle(tmp_path_factory: pytest.TempPathFactory) -> RunBundle:
     """The session's inference capture, through the CLI: every level, Python tracer level 1."""
     out = tmp_path_factory.mktemp("tf_infer") / "run"
-    argv = ["capture", "tf", str(EXAMPLE), "-o", str(out), "--steps", "5", "--warmup", "1"]
+    argv = ["capture", "tf", str(EXAMPLE), "-o", str(out), "--steps", "10", "--warmup", "1"]
     assert main([*argv, "--python-level", "1", "--post-grappler"]) == 0
     return RunBundle(out)
 
@@ -52,7 +52,7 @@ def test_bundle_layout_and_manifest(infer_bundle: RunBundle) -> None:
     manifest = infer_bundle.manifest()
     assert manifest.framework == "tf"
     assert manifest.ir_levels == ("tf", "tf-standard", "post-grappler")
-    assert manifest.steps == 5
+    assert manifest.steps == 10
     assert manifest.versions["tensorflow"] == "2.21.0"
     assert all(infer_bundle.ir_path(level).is_file() for level in manifest.ir_levels)
     assert [p.suffix for p in infer_bundle.trace_paths()] == [".pb"]
