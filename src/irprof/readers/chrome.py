@@ -40,6 +40,7 @@ from irprof.readers.chrome_columns import (
     classify,
     compact_table,
     intern,
+    intern_ids,
     metadata_names,
     numeric_id,
     tracks_table,
@@ -108,15 +109,15 @@ def _shape_columns(text: EventText, base_ns: int) -> _Shape:
     phase = np.fromiter(map(codes.__getitem__, map(attrgetter("ph"), shapes)), np.int8, count)
     # No per-event object of a pass may outlive it: survivors would pin pymalloc arenas and
     # keep the whole pass's memory from being returned.
-    pid_ids, pids = intern(list(map(attrgetter("pid"), shapes)))
-    tid_ids, tids = intern(list(map(attrgetter("tid"), shapes)))
+    pid_ids, pids = intern_ids(list(map(attrgetter("pid"), shapes)))
+    tid_ids, tids = intern_ids(list(map(attrgetter("tid"), shapes)))
     meta_ids = {
         row: (pids[int(pid_ids[row])], tids[int(tid_ids[row])])
         for row in np.nonzero(phase == PHASE_META)[0].tolist()
     }
     cat_ids, cats = intern(list(map(attrgetter("cat"), shapes)))
     track = pid_ids * max(len(tids), 1) + tid_ids
-    flow_fields = _flow_fields(shapes, phase)
+    flow_fields = _flow_fields(shapes, phase, cat_ids)
     del shapes
     ts_ns, dur_ns = _time_columns(text, base_ns)
     return _Shape(
@@ -153,7 +154,7 @@ class _FlowFields:
     flow_id: I64
 
 
-def _flow_fields(shapes: list[EventShape], phase_all: I8) -> _FlowFields | None:
+def _flow_fields(shapes: list[EventShape], phase_all: I8, cat_ids: I64) -> _FlowFields | None:
     flow_rows = np.nonzero(phase_all >= PHASE_FLOW_START)[0]
     if len(flow_rows) == 0:
         return None
@@ -161,18 +162,13 @@ def _flow_fields(shapes: list[EventShape], phase_all: I8) -> _FlowFields | None:
     flow_events: list[EventShape] = list(picked) if picked else [shapes[int(flow_rows[0])]]
     count = len(flow_events)
     # A flow is identified by (category, id): combine two interned columns, no tuple per event.
-    cat_ids, _cats = intern(list(map(attrgetter("cat"), flow_events)))
-    ids = list(map(attrgetter("id"), flow_events))
-    id_ids, id_table = intern(ids)
-    if all(type(value) is int for value in id_table):
-        numeric = np.asarray(id_table, dtype=np.int64)
-    else:
-        numeric = np.asarray(
-            [0 if value is None else numeric_id(value) for value in id_table], dtype=np.int64
-        )
+    id_ids, id_table = intern_ids(list(map(attrgetter("id"), flow_events)))
+    numeric = np.asarray(
+        [0 if value is None else numeric_id(value) for value in id_table], dtype=np.int64
+    )
     return _FlowFields(
         rows=flow_rows,
-        key_ids=cat_ids * max(len(id_table), 1) + id_ids,
+        key_ids=cat_ids[flow_rows] * max(len(id_table), 1) + id_ids,
         binds_next=np.fromiter(map("e".__ne__, map(attrgetter("bp"), flow_events)), bool, count),
         flow_id=numeric[id_ids],
     )

@@ -62,6 +62,16 @@ class InternedNames(Sequence[str]):
         return self.table[int(self.ids[row])]
 
 
+def intern_ids(values: Sequence[Any]) -> tuple[I64, list[Any]]:
+    """Like `intern`, sorted numerically by numpy when every value is an int (pids, flow ids)."""
+    try:
+        numbers = np.array(values, dtype=np.int64)
+    except (TypeError, ValueError, OverflowError):
+        return intern(values)
+    table, ids = np.unique(numbers, return_inverse=True)
+    return ids.astype(np.int64).reshape(-1), table.tolist()
+
+
 def compact_table(ids: I64, table: list[Any]) -> tuple[I64, list[Any]]:
     """Drop table entries no id uses (names of metadata and flow events), keeping order."""
     used = np.zeros(len(table), dtype=bool)
