@@ -40,6 +40,8 @@ from tensorflow.python.profiler import trace as tf_trace
 from tensorflow.tsl.profiler.protobuf import profiler_options_pb2, xplane_pb2
 from xprof.convert import _pywrap_profiler_plugin
 
+from irprof.capture.tf_options import requested_tracer_options, tracer_options_mismatch
+
 STEP_MARKER = "irprof_step"
 # `convert_function` returns tf_executor islands, a custom syntax only TensorFlow can parse; this
 # pass unwraps them into plain generic `tf.*` ops without renaming, reordering or folding.
@@ -189,11 +191,7 @@ def profile(fn: Any, inputs: tuple[Any, ...], spec: dict[str, Any], logdir: Path
     duration_ms = int(2000 + 30 * spec["steps"] * step_s * 1000)
     port = free_port()
     tf.profiler.experimental.server.start(port)
-    levels = {
-        "host_tracer_level": spec["host_level"],
-        "python_tracer_level": spec["python_level"],
-        "device_tracer_level": 1,
-    }
+    levels = requested_tracer_options(spec["host_level"], spec["python_level"])
     failure: list[BaseException] = []
 
     def client() -> None:
@@ -295,16 +293,10 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
     step_s = profile(fn, inputs, spec, logdir)
     xspace = find_xspace(logdir)
     options, markers = recorded_options(xspace)
-    requested = {
-        "host_tracer_level": spec["host_level"],
-        "python_tracer_level": spec["python_level"],
-        "device_tracer_level": 1,
-    }
-    if options != requested:
-        raise SystemExit(
-            f"the profiler ignored the requested tracer options: asked {requested}, "
-            f"recorded {options or 'nothing'} in {xspace.name}"
-        )
+    requested = requested_tracer_options(spec["host_level"], spec["python_level"])
+    mismatch = tracer_options_mismatch(requested, options, xspace.name)
+    if mismatch is not None:
+        raise SystemExit(mismatch)
     if markers != spec["steps"]:
         raise SystemExit(f"{markers} step markers recorded, expected {spec['steps']}")
     function = concrete.name.decode() if isinstance(concrete.name, bytes) else concrete.name
