@@ -13,9 +13,10 @@ What each framework puts in locations (see FRAMEWORKS.md):
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
+from operator import attrgetter
 
 from iree.compiler import ir
 
@@ -213,15 +214,84 @@ def location_keys(loc: Loc) -> LocationKeys:
     )
 
 
+def _name_chain_keys(location: ir.Location) -> LocationKeys | None:
+    """`location_keys(from_ir(location))` for NameLoc chains ending in a file position or unknown.
+
+    That is the shape TF (`convert_function`), JAX primitives and the benchmark give most ops; it
+    reads the few bindings fields the keys need instead of converting the whole tree, which is
+    what made key derivation cost ~14 us/op. Any other shape returns None (use the model).
+    """
+    names: list[str] = []
+    stamped: list[str] = []
+    last_kept = False  # whether the innermost NameLoc contributed a name
+    while type(location) is ir.NameLoc:
+        name = location.name_str
+        if name.startswith(ORIGIN_PREFIX):
+            stamped.append(name[len(ORIGIN_PREFIX) :])
+            last_kept = False
+        elif is_type_marker(name):
+            last_kept = False
+        else:
+            names.append(name)
+            last_kept = True
+        location = location.child_loc
+    kind = type(location)
+    if kind is ir.FileLineColLoc:
+        position = f"{location.filename}:{location.start_line}:{location.start_col}"
+        source: str | None = position
+        chain: tuple[str, ...] = (position,)
+        # The innermost name labels a frame: `runtime_names` drops it when others exist.
+        if last_kept and len(names) > 1:
+            names.pop()
+    elif kind is ir.UnknownLoc:
+        source, chain = None, ()
+    else:
+        return None
+    return LocationKeys(
+        names=tuple(dict.fromkeys(names)) if len(names) > 1 else tuple(names),
+        source=source,
+        chain=chain,
+        origins=tuple(dict.fromkeys(stamped)) if len(stamped) > 1 else tuple(stamped),
+    )
+
+
+def _key_fields(location: ir.Location) -> tuple[str | None, str | None, str | None] | None:
+    """`(name, source, origin)` of a NameLoc chain (see `_name_chain_keys`), else None.
+
+    Only the first runtime name and the outermost origin make an `OpKey`, and for a name chain
+    the first kept name is the first runtime name (the frame name dropped is the innermost).
+    """
+    name: str | None = None
+    origin: str | None = None
+    while type(location) is ir.NameLoc:
+        text = location.name_str
+        if text.startswith(ORIGIN_PREFIX):
+            if origin is None:
+                origin = text[len(ORIGIN_PREFIX) :]
+        elif name is None and not is_type_marker(text):
+            name = text
+        location = location.child_loc
+    kind = type(location)
+    if kind is ir.FileLineColLoc:
+        return name, f"{location.filename}:{location.start_line}:{location.start_col}", origin
+    if kind is ir.UnknownLoc:
+        return name, None, origin
+    return None
+
+
 @dataclass(frozen=True)
 class OpInfo:
-    """One op of a module with its typed location, derived keys and `OpKey`."""
+    """One op of a module with its derived keys and `OpKey`; the typed location on demand."""
 
     op: ir.Operation
     op_name: str
-    loc: Loc
     keys: LocationKeys
     key: OpKey
+
+    @cached_property
+    def loc(self) -> Loc:
+        """The op's location as the typed model (built on first use: most ops never need it)."""
+        return from_ir(self.op.location)
 
 
 def root_operation(module: ir.Module | ir.Operation) -> ir.Operation:
@@ -250,28 +320,45 @@ def derive_op_infos(module: ir.Module | ir.Operation) -> list[OpInfo]:
 
 
 def _derive_op_infos(module: ir.Module | ir.Operation) -> list[OpInfo]:
-    cache: dict[ir.Location, tuple[Loc, LocationKeys]] = {}
+    # No cache per location: the bindings hand out a new `ir.Location` per access whose hash is
+    # its identity, so equal locations of two ops never meet in a dict.
     seen: dict[tuple[str | None, str | None], int] = {}
     infos: list[OpInfo] = []
     for op in walk_ops(module):
         location = op.location
-        cached = cache.get(location)
-        if cached is None:
-            loc = from_ir(location)
-            cached = (loc, location_keys(loc))
-            cache[location] = cached
-        loc, keys = cached
+        keys = _name_chain_keys(location)
+        if keys is None:
+            keys = location_keys(from_ir(location))
         pair = (keys.name, keys.source)
         ordinal = seen.get(pair, 0)
         seen[pair] = ordinal + 1
         key = OpKey(name=keys.name, source=keys.source, origin=keys.origin, ordinal=ordinal)
-        infos.append(OpInfo(op, op.name, loc, keys, key))
+        infos.append(OpInfo(op, op.name, keys, key))
     return infos
 
 
 def derive_op_keys(module: ir.Module | ir.Operation) -> list[tuple[ir.Operation, OpKey]]:
     """`(op, OpKey)` for every op below the module op, in walk (pre-)order."""
-    return [(info.op, info.key) for info in derive_op_infos(module)]
+    with gc_paused():
+        return _derive_op_keys(module)
+
+
+def _derive_op_keys(module: ir.Module | ir.Operation) -> list[tuple[ir.Operation, OpKey]]:
+    # The same keys as `derive_op_infos` (tests hold the two equal) without LocationKeys/OpInfo.
+    seen: dict[tuple[str | None, str | None], int] = {}
+    keyed: list[tuple[ir.Operation, OpKey]] = []
+    for op in walk_ops(module):
+        location = op.location
+        fields = _key_fields(location)
+        if fields is None:
+            keys = location_keys(from_ir(location))
+            fields = (keys.name, keys.source, keys.origin)
+        name, source, origin = fields
+        pair = (name, source)
+        ordinal = seen.get(pair, 0)
+        seen[pair] = ordinal + 1
+        keyed.append((op, OpKey(name=name, source=source, origin=origin, ordinal=ordinal)))
+    return keyed
 
 
 class OpIndex:
@@ -279,16 +366,24 @@ class OpIndex:
 
     def __init__(self, keyed_ops: Sequence[tuple[ir.Operation, OpKey]]) -> None:
         self._ops = list(keyed_ops)
-        self._by_name: dict[str, list[int]] = defaultdict(list)
-        self._by_source: dict[str, list[int]] = defaultdict(list)
-        self._by_origin: dict[str, list[int]] = defaultdict(list)
-        for position, (_, key) in enumerate(self._ops):
-            if key.name is not None:
-                self._by_name[key.name].append(position)
-            if key.source is not None:
-                self._by_source[key.source].append(position)
-            if key.origin is not None:
-                self._by_origin[key.origin].append(position)
+        # One table per key field, built on first use: profiles usually key on one or two.
+        self._tables: dict[str, dict[str, list[int]]] = {}
+
+    def _table(self, field: str) -> dict[str, list[int]]:
+        table = self._tables.get(field)
+        if table is None:
+            table = {}
+            value_of = attrgetter(field)
+            for position, (_, key) in enumerate(self._ops):
+                value = value_of(key)
+                if value is not None:
+                    found = table.get(value)
+                    if found is None:
+                        table[value] = [position]
+                    else:
+                        found.append(position)
+            self._tables[field] = table
+        return table
 
     @staticmethod
     def of_module(module: ir.Module | ir.Operation) -> OpIndex:
@@ -301,18 +396,19 @@ class OpIndex:
     def match_positions(self, wanted: OpKey) -> list[int]:
         """Walk-order positions of the ops matching `wanted`."""
         candidates: list[int] | range | None = None
-        for value, table in (
-            (wanted.origin, self._by_origin),
-            (wanted.name, self._by_name),
-            (wanted.source, self._by_source),
+        for field, value in (
+            ("origin", wanted.origin),
+            ("name", wanted.name),
+            ("source", wanted.source),
         ):
             if value is not None:
-                found = table.get(value, [])
+                found = self._table(field).get(value, [])
                 if candidates is None or len(found) < len(candidates):
                     candidates = found
         if candidates is None:
             candidates = range(len(self._ops))
-        return [p for p in candidates if _key_matches(wanted, self._ops[p][1])]
+        ops = self._ops
+        return [p for p in candidates if _key_matches(wanted, ops[p][1])]
 
     def match(self, wanted: OpKey) -> list[ir.Operation]:
         """The ops matching `wanted`, in walk order."""
