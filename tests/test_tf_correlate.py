@@ -63,6 +63,7 @@ def test_registered_as_the_tf_correlator() -> None:
         ("cnn-infer", "post-grappler"),
         ("cnn-infer-eigen", "tf"),
         ("cnn-infer-eigen", "tf-standard"),
+        ("depthwise", "tf"),
         ("cnn-train", "tf-standard"),
         ("cnn-train", "post-grappler"),
     ],
@@ -119,6 +120,11 @@ def test_kernels_are_exact_trace_event_names() -> None:
             "cnn-infer-eigen",
             "tf_cnn_1/dense2_1/BiasAdd:_FusedMatMul",
             ("tf_cnn_1/dense2_1/MatMul", "tf_cnn_1/dense2_1/BiasAdd"),
+        ),
+        (
+            "depthwise",
+            "sequential_1/dw_1/Relu:_MklNativeFusedDepthwiseConv2dNative",
+            ("sequential_1/dw_1/depthwise", "sequential_1/dw_1/BiasAdd", "sequential_1/dw_1/Relu"),
         ),
         (
             "cnn-train",
