@@ -15,7 +15,10 @@ time_coverage, ops_total, ops_annotated, nontrivial_coverage}`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+import re
+import struct
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -34,6 +37,81 @@ Layout = Literal["irprof", "thesis"]
 LAYOUTS: tuple[Layout, ...] = ("irprof", "thesis")
 
 _INT_FIELDS = ("count", "total_ns", "mean_ns", "min_ns", "max_ns", "first_ts_ns")
+
+# Profiles parsed per `Attribute.parse` call: one call per op costs a parser set-up each time,
+# one call for 100k ops holds a ~25 MB string; a few thousand amortise the set-up.
+_PARSE_BATCH = 4096
+
+# MLIR string literals accept `\"`, `\\`, `\n`, `\t` and `\XX` escapes and reject raw
+# newlines; escaping every control character, quote and backslash as `\XX` is always valid.
+_NEEDS_ESCAPE = re.compile(r'[\x00-\x1f"\\\x7f]')
+_F64 = struct.Struct("<d")
+_U64 = struct.Struct("<Q")
+_I64_MIN, _I64_MAX = -(2**63), 2**63 - 1
+
+
+def attribute_name(layout: Layout) -> str:
+    """The op attribute a layout writes (`irprof.profile` or `profiler_data`)."""
+    if layout == "irprof":
+        return PROFILE_ATTR
+    if layout == "thesis":
+        return THESIS_ATTR
+    raise ValueError(f"unknown annotation layout {layout!r}; expected one of {LAYOUTS}")
+
+
+def _escape(match: re.Match[str]) -> str:
+    return f"\\{ord(match.group()):02X}"
+
+
+def string_literal(value: str) -> str:
+    """`value` as MLIR string-literal text (parses back to exactly `value`)."""
+    # str methods run in C; the regex only runs on the rare string that needs escapes.
+    if value.isprintable() and '"' not in value and "\\" not in value:
+        return f'"{value}"'
+    return f'"{_NEEDS_ESCAPE.sub(_escape, value)}"'
+
+
+def _strings_literal(values: tuple[str, ...]) -> str:
+    if not values:
+        return "[]"
+    return f"[{', '.join(map(string_literal, values))}]"
+
+
+def float_literal(value: float) -> str:
+    """`value` as f64 attribute text that parses back to the same bits (inf/nan as bit patterns)."""
+    if not math.isfinite(value):
+        return f"0x{_U64.unpack(_F64.pack(value))[0]:016X} : f64"
+    text = repr(value)  # shortest text that round-trips
+    if "e" in text and "." not in text:
+        # MLIR float literals need a '.' ("1e-05" would lex as the integer 1 then `e`).
+        mantissa, _, exponent = text.partition("e")
+        text = f"{mantissa}.0e{exponent}"
+    return text  # an untyped float literal is f64, an untyped integer i64
+
+
+def _check_i64(*values: int) -> None:
+    # The parser would wrap 2**63..2**64-1 into negative i64 where the builder raises.
+    if min(values) < _I64_MIN or max(values) > _I64_MAX:
+        raise OverflowError(f"a value of {values} does not fit in i64")
+
+
+def profile_text(data: ProfileData) -> str:
+    """The `irprof.profile` dictionary of `data` as attribute text (keys in sorted order)."""
+    _check_i64(data.count, data.first_ts_ns, data.max_ns, data.mean_ns, data.min_ns, data.total_ns)
+    return (
+        f"{{count = {data.count}, first_ts_ns = {data.first_ts_ns}, "
+        f"fraction = {float_literal(data.fraction)}, "
+        f"fused_with = {_strings_literal(data.fused_with)}, "
+        f"kernels = {_strings_literal(data.kernels)}, max_ns = {data.max_ns}, "
+        f"mean_ns = {data.mean_ns}, min_ns = {data.min_ns}, "
+        f"source = {string_literal(data.source)}, total_ns = {data.total_ns}}}"
+    )
+
+
+def thesis_text(data: ProfileData) -> str:
+    """The thesis's `profiler_data = {ts, dur}` dictionary of `data` as attribute text."""
+    _check_i64(data.total_ns, data.first_ts_ns)
+    return f"{{dur = {data.total_ns}, ts = {data.first_ts_ns}}}"
 
 
 class AttributeBuilder:
@@ -83,6 +161,31 @@ class AttributeBuilder:
             self.context,
         )
 
+    def profiles(
+        self, datas: Sequence[ProfileData], layout: Layout = "irprof"
+    ) -> list[ir.Attribute]:
+        """The attributes of many profiles, equal to `profile`/`thesis` of each, in order.
+
+        Built by parsing one attribute text per batch: creating each field through the bindings
+        costs ~10 Python->C calls per op, the parser does the same uniquing natively.
+        """
+        build, text = (
+            (self.profile, profile_text) if layout == "irprof" else (self.thesis, thesis_text)
+        )
+        attribute_name(layout)  # rejects an unknown layout
+        out: list[ir.Attribute] = []
+        for start in range(0, len(datas), _PARSE_BATCH):
+            batch = datas[start : start + _PARSE_BATCH]
+            try:
+                parsed = ir.Attribute.parse(f"[{', '.join(map(text, batch))}]", self.context)
+            except (ir.MLIRError, OverflowError, TypeError):
+                # Out-of-range integers, strings the bindings cannot encode (lone surrogates make
+                # nanobind refuse the argument): the builder raises as it always did.
+                out.extend(build(data) for data in batch)
+                continue
+            out.extend(ir.ArrayAttr(parsed))
+        return out
+
     def value(self, value: Any) -> ir.Attribute:
         """A plain JSON-like value (int, float, str, list of str) as an attribute."""
         if isinstance(value, bool):
@@ -105,13 +208,10 @@ def attach_profile(
 ) -> None:
     """Attach `data` to `op` in the chosen layout (replacing a previous profile)."""
     operation = op.operation
+    name = attribute_name(layout)
     builder = builder or AttributeBuilder(operation.context)
-    if layout == "irprof":
-        operation.attributes[PROFILE_ATTR] = builder.profile(data)
-    elif layout == "thesis":
-        operation.attributes[THESIS_ATTR] = builder.thesis(data)
-    else:
-        raise ValueError(f"unknown annotation layout {layout!r}; expected one of {LAYOUTS}")
+    build = builder.profile if layout == "irprof" else builder.thesis
+    operation.attributes[name] = build(data)
 
 
 def _field(attr: ir.DictAttr, name: str) -> Any:

@@ -8,10 +8,10 @@ from typing import ClassVar
 
 from iree.compiler import ir
 
-from irprof.mlir.annotation import AttributeBuilder, Layout, attach_profile, attach_summary
+from irprof.mlir.annotation import AttributeBuilder, Layout, attach_summary, attribute_name
 from irprof.mlir.gcpause import gc_paused
 from irprof.mlir.keys import OpIndex, derive_op_keys
-from irprof.opprofile import OpProfile, OpProfileEntry
+from irprof.opprofile import OpKey, OpProfile, OpProfileEntry
 
 
 @dataclass(frozen=True)
@@ -40,18 +40,26 @@ def _apply(
 ) -> ApplyResult:
     index = index or OpIndex(derive_op_keys(root))
     operation = root.operation if isinstance(root, ir.Module) else root
-    builder = AttributeBuilder(operation.context)
-    annotated: set[int] = set()
+    matched: list[tuple[OpProfileEntry, list[int]]] = []
     unmatched: list[OpProfileEntry] = []
     for entry in opprofile.entries:
         # An entry without any key field would vacuously match every op: a correlator bug.
-        positions = index.match_positions(entry.key) if entry.key.to_json() else []
-        if not positions:
+        positions = [] if _is_empty(entry.key) else index.match_positions(entry.key)
+        if positions:
+            matched.append((entry, positions))
+        else:
             unmatched.append(entry)
-            continue
-        for position in positions:
-            attach_profile(index.op_at(position), entry.data, layout=layout, builder=builder)
-            annotated.add(position)
+    annotated: set[int] = set()
+    if matched:
+        # One attribute per entry, shared by every op the entry matches (attributes are uniqued).
+        name = attribute_name(layout)
+        builder = AttributeBuilder(operation.context)
+        attributes = builder.profiles([entry.data for entry, _ in matched], layout)
+        op_at = index.op_at
+        for attribute, (_, positions) in zip(attributes, matched, strict=True):
+            for position in positions:
+                op_at(position).operation.attributes[name] = attribute
+            annotated.update(positions)
     totals = opprofile.totals
     attach_summary(
         operation,
@@ -67,6 +75,10 @@ def _apply(
         },
     )
     return ApplyResult(frozenset(annotated), tuple(unmatched), index)
+
+
+def _is_empty(key: OpKey) -> bool:
+    return key.name is None and key.source is None and key.origin is None and key.ordinal is None
 
 
 @dataclass(frozen=True)
