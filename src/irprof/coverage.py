@@ -84,6 +84,10 @@ class Coverage:
     ops_nontrivial: int
     ops_annotated: int
     ops_nontrivial_annotated: int
+    # Non-trivial ops the compiler provably removed before running (XLA folded or merged them,
+    # grappler pruned or folded them): they do no work, so they are kept out of `ops_nontrivial`
+    # and listed in `unmatched_ops` with that reason.
+    ops_not_executed: int = 0
     unmatched_events: tuple[UnmatchedEvent, ...] = ()
     unmatched_ops: tuple[UnmatchedOp, ...] = ()
     warnings: tuple[str, ...] = ()
@@ -99,11 +103,18 @@ class Coverage:
         """Share of non-trivial ops that received a profile."""
         return self.ops_nontrivial_annotated / self.ops_nontrivial if self.ops_nontrivial else 0.0
 
+    @property
+    def nontrivial_coverage_with_removed(self) -> float:
+        """Share of non-trivial ops annotated, counting the ones the compiler removed as misses."""
+        total = self.ops_nontrivial + self.ops_not_executed
+        return self.ops_nontrivial_annotated / total if total else 0.0
+
     def to_json(self) -> dict[str, Any]:
         """JSON form including the derived ratios."""
         out = asdict(self)
         out["time_coverage"] = self.time_coverage
         out["nontrivial_coverage"] = self.nontrivial_coverage
+        out["nontrivial_coverage_with_removed"] = self.nontrivial_coverage_with_removed
         return out
 
     @staticmethod
@@ -117,6 +128,7 @@ class Coverage:
             ops_nontrivial=int(obj["ops_nontrivial"]),
             ops_annotated=int(obj["ops_annotated"]),
             ops_nontrivial_annotated=int(obj["ops_nontrivial_annotated"]),
+            ops_not_executed=int(obj.get("ops_not_executed", 0)),
             unmatched_events=tuple(UnmatchedEvent(**e) for e in obj.get("unmatched_events", [])),
             unmatched_ops=tuple(UnmatchedOp(**o) for o in obj.get("unmatched_ops", [])),
             warnings=tuple(obj.get("warnings", [])),

@@ -17,12 +17,11 @@ Steps (FRAMEWORKS.md, JAX section):
 Unattributed events (no metadata: layout copies) are listed in the coverage with their time.
 Ops XLA removed (folded, CSE'd, turned into bitcasts: their identity is in no instruction of the
 compiled program) are listed with that reason and left out of `ops_nontrivial`, since they do no
-work at run time; `coverage.extra` keeps the raw count and the coverage including them.
+work at run time; they are counted in `Coverage.ops_not_executed` and listed with their reason.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
@@ -34,7 +33,7 @@ from irprof.correlate.base import CorrelationOptions, CorrelationResult
 from irprof.correlate.hlo import HloModuleInfo, decode_hlo_proto, parse_hlo_text
 from irprof.correlate.hlo_attribution import Attribution, attribute, rounded, thunk_events
 from irprof.correlate.hlo_ir_index import IrOpIndex
-from irprof.coverage import Coverage, UnmatchedEvent, is_trivial_op
+from irprof.coverage import UnmatchedEvent, is_trivial_op
 from irprof.errors import BundleError, CorrelationError, TraceFormatError
 from irprof.mlir.context import make_context
 from irprof.mlir.coverage_ops import coverage_for
@@ -266,6 +265,11 @@ def correlate_program(
             for name, group in attribution.unattributed.items()
         ],
         reasons=reasons,
+        not_executed={
+            position
+            for position, why in reasons.items()
+            if why.startswith(REMOVED_REASON) or why.endswith(NO_WORK_REASON)
+        },
         warnings=notes,
     )
     opprofile = OpProfile(
@@ -284,30 +288,7 @@ def correlate_program(
         },
         source_trace=source_trace,
     )
-    return CorrelationResult(opprofile, _with_removed_counts(coverage, reasons))
-
-
-def _with_removed_counts(coverage: Coverage, reasons: dict[int, str]) -> Coverage:
-    """Leave ops XLA removed out of `ops_nontrivial`: they do no work at run time.
-
-    They stay listed in `unmatched_ops` with their reason, and `extra` keeps the raw figures.
-    A wholesale mismatch cannot hide behind this: such ops are absent from the compiled program
-    itself, and a trace from another program leaves `time_coverage` near zero.
-    """
-    removed = sum(1 for why in reasons.values() if why.startswith(REMOVED_REASON))
-    no_work = sum(1 for why in reasons.values() if why.endswith(NO_WORK_REASON))
-    extra = dict(coverage.extra)
-    extra.update(
-        {
-            "ops_removed_by_xla": removed,
-            "ops_without_runtime_work": no_work,
-            "ops_nontrivial_including_removed": coverage.ops_nontrivial,
-            "nontrivial_coverage_including_removed": coverage.nontrivial_coverage,
-        }
-    )
-    return dataclasses.replace(
-        coverage, ops_nontrivial=coverage.ops_nontrivial - removed - no_work, extra=extra
-    )
+    return CorrelationResult(opprofile, coverage)
 
 
 CORRELATOR = JaxCorrelator()

@@ -350,6 +350,11 @@ def _coverage(
         UnmatchedEvent(name, sum(durs), len(durs), reasons[name])
         for name, durs in unmatched.items()
     ]
+    never_ran = {
+        position
+        for position, reason in op_reasons.items()
+        if reason.startswith(NEVER_RAN) and not is_trivial_op(view.infos[position].op_name)
+    }
     coverage = coverage_for(
         [(info.op, info.key) for info in view.infos],
         attribution.durations.keys(),
@@ -358,24 +363,12 @@ def _coverage(
         attributed_ns=attribution.attributed_ns,
         unmatched_events=events,
         reasons=op_reasons,
+        # Ops the executed graph shows grappler pruned or folded do no work at run time.
+        not_executed=never_ran,
         warnings=warnings,
     )
-    never_ran = sum(
-        1
-        for position, reason in op_reasons.items()
-        if reason.startswith(NEVER_RAN) and not is_trivial_op(view.infos[position].op_name)
-    )
-    executed = coverage.ops_nontrivial - never_ran
-    # Ops grappler removed do no work; this figure says how well the ops that ran matched.
     return dataclasses.replace(
-        coverage,
-        extra={
-            "ops_nontrivial_never_ran": never_ran,
-            "nontrivial_coverage_of_executed": (
-                coverage.ops_nontrivial_annotated / executed if executed > 0 else 0.0
-            ),
-            "runtime_graph_source": runtime[1] if runtime else None,
-        },
+        coverage, extra={"runtime_graph_source": runtime[1] if runtime else None}
     )
 
 

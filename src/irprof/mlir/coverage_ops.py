@@ -6,7 +6,7 @@ Correlators call `coverage_for` once per level: it counts `ops_total`, `ops_nont
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 
 from iree.compiler import ir
 
@@ -36,6 +36,7 @@ def coverage_for(
     attributed_ns: int,
     unmatched_events: Iterable[UnmatchedEvent] = (),
     reasons: Mapping[int, str] | None = None,
+    not_executed: Collection[int] = (),
     warnings: Iterable[str] = (),
     max_listed: int = MAX_UNMATCHED,
 ) -> Coverage:
@@ -44,20 +45,28 @@ def coverage_for(
     keyed_ops:  `derive_op_keys(module)` (walk order);
     annotated:  positions in `keyed_ops` of the ops that received a profile;
     reasons:    optional position -> why that op is unmatched (else a reason from its key);
+    not_executed: positions of ops the compiler provably removed before running; counted in
+                `ops_not_executed` instead of `ops_nontrivial`, still listed with their reason;
     unmatched_events: profiled events no op received (the largest `max_listed` are kept).
     """
     annotated_set = set(annotated)
     reasons = reasons or {}
     nontrivial = 0
     nontrivial_annotated = 0
+    removed = 0
     unmatched_ops: list[UnmatchedOp] = []
     for position, (op, key) in enumerate(keyed_ops):
         if is_trivial_op(op.name):
             continue
-        nontrivial += 1
         if position in annotated_set:
+            nontrivial += 1
             nontrivial_annotated += 1
-        elif len(unmatched_ops) < max_listed:
+            continue
+        if position in not_executed:
+            removed += 1
+        else:
+            nontrivial += 1
+        if len(unmatched_ops) < max_listed:
             location = render(from_ir(op.location))
             if len(location) > MAX_LOCATION_CHARS:
                 location = location[: MAX_LOCATION_CHARS - 3] + "..."
@@ -72,6 +81,7 @@ def coverage_for(
         ops_nontrivial=nontrivial,
         ops_annotated=len(annotated_set),
         ops_nontrivial_annotated=nontrivial_annotated,
+        ops_not_executed=removed,
         unmatched_events=tuple(events),
         unmatched_ops=tuple(unmatched_ops),
         warnings=tuple(warnings),
