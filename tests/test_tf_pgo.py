@@ -57,7 +57,7 @@ def test_registered_in_the_pass_registry() -> None:
 
 def test_pipeline_annotates_every_executed_op_and_the_module() -> None:
     module = load_module(CNN / "ir" / "tf.mlir", make_context())
-    run_pipeline(module, f"builtin.module(irprof-tf-pgo{{bundle={CNN}}},canonicalize)")
+    run_pipeline(module, f"builtin.module(irprof-tf-pgo{{run={CNN}}},canonicalize)")
     profiled = {
         info.op_name for info in derive_op_infos(module) if get_profile(info.op) is not None
     }

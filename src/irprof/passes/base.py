@@ -75,9 +75,11 @@ def build_pass(cls: type[P], pass_name: str, options: Mapping[str, str]) -> P:
     hints = typing.get_type_hints(cls)
     fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
     # Options may be written kebab-case (`fused-rule`) like MLIR's, fields are snake_case.
+    # A pass may declare aliases, e.g. `run=` for a field that cannot be called `run`.
+    aliases: Mapping[str, str] = getattr(cls, "OPTION_ALIASES", {})
     values: dict[str, Any] = {}
     for option, raw in options.items():
-        field_name = option.replace("-", "_")
+        field_name = aliases.get(option, option).replace("-", "_")
         if field_name not in fields:
             known = ", ".join(f.replace("_", "-") for f in fields) or "none"
             raise PipelineError(f"pass '{pass_name}': unknown option '{option}' (options: {known})")
