@@ -32,8 +32,8 @@ import jax
 from jax._src import source_info_util  # private: the only way to mark a path non-user
 
 from irprof.bundle import Manifest, RunBundle
+from irprof.capture.child import ERROR_PREFIX  # the parent shows such lines as the error
 
-ERROR_PREFIX = "irprof-capture-error: "
 USAGE_EXIT = 2
 LEVEL = "stablehlo"
 # Trace files the profiler writes under plugins/profile/<run>/ that the bundle keeps.

@@ -14,21 +14,15 @@ succeeded, so a failed capture never leaves a partial bundle. Bundle layout:
 
 from __future__ import annotations
 
-import contextlib
-import os
-import shutil
-import subprocess
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from irprof.bundle import RunBundle
-from irprof.errors import CaptureError, UsageError
+from irprof.capture.child import check_capture_arguments, model_label, run_runner, staged_bundle
+from irprof.errors import UsageError
 
 RUNNER_MODULE = "irprof.capture.torch_runner"
-ERROR_PREFIX = "irprof-capture-error: "
-STDERR_TAIL_LINES = 25
 LEVELS = ("torch", "linalg")
 DECOMPOSITIONS = ("default", "none")
 
@@ -53,24 +47,16 @@ def capture_torch(
     script_path = Path(script)
     out_path = Path(out)
     _check_arguments(script_path, out_path, options)
-    out_path.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out_path.name}.", dir=out_path.parent))
-    try:
-        _run_child(script_path, staging, options, _model_label(script_path, out_path))
-        _replace_directory(staging, out_path)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+    label = model_label(script_path, out_path)
+    with staged_bundle(out_path) as staging:
+        command = runner_command(script_path, staging, options, label)
+        run_runner(command, script=script_path, framework="torch", timeout_s=options.timeout_s)
     return RunBundle(out_path)
 
 
 def _check_arguments(script: Path, out: Path, options: TorchCaptureOptions) -> None:
     """Refuse bad arguments before starting a child process."""
-    if not script.is_file():
-        raise UsageError(f"{script}: no such script")
-    if options.steps < 1:
-        raise UsageError(f"--steps must be at least 1 (got {options.steps})")
-    if options.warmup < 0:
-        raise UsageError(f"--warmup must be 0 or more (got {options.warmup})")
+    check_capture_arguments(script, out, steps=options.steps, warmup=options.warmup)
     if options.threads < 1:
         raise UsageError(f"--threads must be at least 1 (got {options.threads})")
     unknown = [level for level in options.levels if level not in LEVELS]
@@ -78,19 +64,6 @@ def _check_arguments(script: Path, out: Path, options: TorchCaptureOptions) -> N
         raise UsageError(f"--levels {','.join(options.levels)}: expected 'torch' or 'torch,linalg'")
     if options.decompose not in DECOMPOSITIONS:
         raise UsageError(f"--decompose {options.decompose!r}: expected default or none")
-    if out.exists() and not out.is_dir():
-        raise UsageError(f"{out}: exists and is not a directory")
-    if out.is_dir() and any(out.iterdir()) and not RunBundle(out).manifest_path.is_file():
-        # Only an earlier run bundle may be replaced, never an unrelated directory.
-        raise UsageError(f"{out}: is a non-empty directory that is not a run bundle")
-
-
-def _model_label(script: Path, out: Path) -> str:
-    """The script path relative to the bundle's parent when possible (portable manifests)."""
-    try:
-        return os.path.relpath(script.resolve(), out.resolve().parent)
-    except ValueError:  # different drives
-        return script.name
 
 
 def runner_command(
@@ -118,39 +91,3 @@ def runner_command(
         "--model-label",
         label,
     ]
-
-
-def _run_child(script: Path, staging: Path, options: TorchCaptureOptions, label: str) -> None:
-    """Run the runner; raise CaptureError with its message or the tail of its stderr."""
-    command = runner_command(script, staging, options, label)
-    try:
-        completed = subprocess.run(
-            command, capture_output=True, text=True, timeout=options.timeout_s, check=False
-        )
-    except subprocess.TimeoutExpired as exc:
-        raise CaptureError(
-            f"{script}: torch capture did not finish within {options.timeout_s:.0f} s"
-        ) from exc
-    if completed.returncode == 0:
-        return
-    for line in completed.stderr.splitlines():
-        if line.startswith(ERROR_PREFIX):
-            raise CaptureError(line[len(ERROR_PREFIX) :])
-    tail = "\n".join(completed.stderr.strip().splitlines()[-STDERR_TAIL_LINES:])
-    raise CaptureError(
-        f"{script}: torch capture failed (exit code {completed.returncode}); last lines of its "
-        f"output:\n{tail}"
-    )
-
-
-def _replace_directory(staging: Path, out: Path) -> None:
-    """Move the finished staging directory to `out`, replacing an earlier bundle there."""
-    if not out.exists():
-        os.replace(staging, out)
-        return
-    previous = out.with_name(f".{out.name}.old")
-    with contextlib.suppress(FileNotFoundError):
-        shutil.rmtree(previous)
-    os.replace(out, previous)
-    os.replace(staging, out)
-    shutil.rmtree(previous, ignore_errors=True)

@@ -26,6 +26,7 @@ from iree.compiler import ir
 from iree.compiler.extras.fx_importer import ContextCache, FxImporter, GraphNodeImporter
 
 from irprof.bundle import Manifest, RunBundle
+from irprof.capture.child import ERROR_PREFIX  # the parent shows such lines as the error
 from irprof.capture.torch_locations import (
     FxNodeName,
     SourceFrame,
@@ -39,7 +40,6 @@ from irprof.capture.torch_lowering import lower_torch_to_linalg, stamp_torch_lev
 from irprof.errors import PipelineError
 from irprof.fileio import write_bytes_atomic, write_text_atomic
 
-ERROR_PREFIX = "irprof-capture-error: "  # the parent shows such lines as the error message
 NODE_TAG = "irprof_node"  # key in `node.meta["custom"]`, which decompositions propagate
 FX_NODES_FILE = "ir/torch.fx.json"
 TRACE_FILE = "trace/torch.pt.trace.json.gz"

@@ -1,0 +1,92 @@
+"""What every capture adapter's parent side shares: argument checks, the child run, staging.
+
+The child process (`python -m irprof.capture.<fw>_runner`) is the only place a framework is
+imported. It writes the bundle into a staging directory beside the target; the parent renames it
+into place only when the child succeeded, so a failed capture never leaves a partial bundle.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+from irprof.bundle import RunBundle
+from irprof.errors import CaptureError, UsageError
+
+# A runner reports an error it understood on one stderr line with this prefix.
+ERROR_PREFIX = "irprof-capture-error: "
+STDERR_TAIL_LINES = 25
+
+
+def check_capture_arguments(script: Path, out: Path, *, steps: int, warmup: int) -> None:
+    """Refuse bad arguments before starting a child process."""
+    if not script.is_file():
+        raise UsageError(f"{script}: no such script")
+    if steps < 1:
+        raise UsageError(f"--steps must be at least 1 (got {steps})")
+    if warmup < 0:
+        raise UsageError(f"--warmup must be 0 or more (got {warmup})")
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"{out}: exists and is not a directory")
+    if out.is_dir() and any(out.iterdir()) and not RunBundle(out).manifest_path.is_file():
+        # Only an earlier run bundle may be replaced, never an unrelated directory.
+        raise UsageError(f"{out}: is a non-empty directory that is not a run bundle")
+
+
+def model_label(script: Path, out: Path) -> str:
+    """The script path relative to the bundle's parent when possible (portable manifests)."""
+    try:
+        return os.path.relpath(script.resolve(), out.resolve().parent)
+    except ValueError:  # different drives
+        return script.name
+
+
+def run_runner(command: Sequence[str], *, script: Path, framework: str, timeout_s: float) -> None:
+    """Run a capture child; raise CaptureError with its own message or the tail of its stderr."""
+    try:
+        completed = subprocess.run(
+            list(command), capture_output=True, text=True, timeout=timeout_s, check=False
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise CaptureError(
+            f"{script}: {framework} capture did not finish within {timeout_s:.0f} s"
+        ) from exc
+    if completed.returncode == 0:
+        return
+    for line in completed.stderr.splitlines():
+        if line.startswith(ERROR_PREFIX):
+            raise CaptureError(line[len(ERROR_PREFIX) :])
+    tail = "\n".join(completed.stderr.strip().splitlines()[-STDERR_TAIL_LINES:])
+    raise CaptureError(
+        f"{script}: {framework} capture failed (exit code {completed.returncode}); last lines "
+        f"of its output:\n{tail}"
+    )
+
+
+@contextlib.contextmanager
+def staged_bundle(out: Path) -> Iterator[Path]:
+    """A staging directory beside `out`, moved to `out` (replacing an old bundle) on success."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        yield staging
+        _replace_directory(staging, out)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _replace_directory(staging: Path, out: Path) -> None:
+    if not out.exists():
+        os.replace(staging, out)
+        return
+    previous = out.with_name(f".{out.name}.old")
+    with contextlib.suppress(FileNotFoundError):
+        shutil.rmtree(previous)
+    os.replace(out, previous)
+    os.replace(staging, out)
+    shutil.rmtree(previous, ignore_errors=True)
