@@ -34,6 +34,16 @@ class OpKey:
     origin: str | None = None
     ordinal: int | None = None
 
+    @property
+    def is_empty(self) -> bool:
+        """True when no field is set (such a key would vacuously match every op)."""
+        return (
+            self.name is None
+            and self.source is None
+            and self.origin is None
+            and (self.ordinal is None)
+        )
+
     def to_json(self) -> dict[str, Any]:
         """Non-None fields only."""
         return {k: v for k, v in asdict(self).items() if v is not None}
