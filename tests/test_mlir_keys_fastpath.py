@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import astuple
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,7 @@ from hypothesis import strategies as st
 from iree.compiler import ir
 
 from irprof.mlir.context import make_context
-from irprof.mlir.keys import derive_op_infos, derive_op_keys, location_keys, walk_ops
+from irprof.mlir.keys import OpIndex, derive_op_infos, derive_op_keys, location_keys, walk_ops
 from irprof.mlir.load import load_module
 from irprof.mlir.locations import (
     CallSiteLoc,
@@ -80,4 +81,27 @@ def test_fast_keys_equal_model_keys_property(trees: list[Loc]) -> None:
     """PROPERTY: on any mix of locations, fast keys, ordinals and infos equal the model's."""
     context = make_context()
     lines = [f'"test.op"() : () -> () {to_ir(tree, context)}' for tree in trees]
-    _assert_fast_equals_model(ir.Module.parse("\n".join(lines), context))
+    module = ir.Module.parse("\n".join(lines), context)
+    _assert_fast_equals_model(module)
+    _assert_index_equals_brute_force(derive_op_keys(module))
+
+
+def _matches(wanted: OpKey, key: OpKey) -> bool:
+    return all(w is None or w == k for w, k in zip(astuple(wanted), astuple(key), strict=True))
+
+
+def _assert_index_equals_brute_force(keyed: list[tuple[ir.Operation, OpKey]]) -> None:
+    index = OpIndex(keyed)
+    keys = [key for _, key in keyed]
+    for key in keys:
+        for wanted in (
+            OpKey(name=key.name),
+            OpKey(source=key.source),
+            OpKey(origin=key.origin),
+            OpKey(name=key.name, ordinal=key.ordinal),
+            OpKey(name=key.name, source=key.source),
+            key,
+            OpKey(ordinal=key.ordinal),
+        ):
+            expected = [p for p, actual in enumerate(keys) if _matches(wanted, actual)]
+            assert index.match_positions(wanted) == expected

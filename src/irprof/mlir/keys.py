@@ -396,17 +396,21 @@ class OpIndex:
     def match_positions(self, wanted: OpKey) -> list[int]:
         """Walk-order positions of the ops matching `wanted`."""
         candidates: list[int] | range | None = None
+        fields_set = 0
         for field, value in (
             ("origin", wanted.origin),
             ("name", wanted.name),
             ("source", wanted.source),
         ):
             if value is not None:
+                fields_set += 1
                 found = self._table(field).get(value, [])
                 if candidates is None or len(found) < len(candidates):
                     candidates = found
         if candidates is None:
             candidates = range(len(self._ops))
+        elif fields_set == 1 and wanted.ordinal is None:
+            return list(candidates)  # the table already holds exactly the ops with that value
         ops = self._ops
         return [p for p in candidates if _key_matches(wanted, ops[p][1])]
 
