@@ -8,7 +8,7 @@ profile-guided passes that consume them. There are none yet beyond annotation: t
 pipeline likewise ends at annotation, and `PROFILE_GUIDED_PASSES` is where one would go.
 
 The option is `bundle`, not `run`, because every pass's `run(root)` method would be shadowed by a
-field of that name; `OPTION_ALIASES` makes `run=` an alias, so `irprof-tf-pgo{run=RUN}` works as the issue writes it.
+field of that name; `OPTION_ALIASES` makes `run=` an alias: `irprof-tf-pgo{run=RUN}` works.
 """
 
 from __future__ import annotations
