@@ -166,8 +166,10 @@ class AttributeBuilder:
     ) -> list[ir.Attribute]:
         """The attributes of many profiles, equal to `profile`/`thesis` of each, in order.
 
-        Built by parsing one attribute text per batch: creating each field through the bindings
-        costs ~10 Python->C calls per op, the parser does the same uniquing natively.
+        Built by parsing one attribute text per batch instead of ~10 bindings calls per profile.
+        In a fresh context both ways cost the same within noise (MLIR creating and uniquing the
+        ~10 attributes per profile dominates, ~1.2 s per 100k); the text way keeps ~1M
+        short-lived Python handles out of the heap.
         """
         build, text = (
             (self.profile, profile_text) if layout == "irprof" else (self.thesis, thesis_text)
