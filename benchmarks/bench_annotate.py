@@ -201,11 +201,14 @@ def main(ops: int, repeats: int) -> None:
         by_hand.append(run)
         assert _but_module_line(irprof_out) == _but_module_line(by_hand_out)
         steps.append(run_apply_phases(text, profile))
-        del bare_out, by_hand_out
+        del by_hand_out
         gc.collect()
     b, i, h = (min(r.total for r in runs) for runs in (bare, irprof, by_hand))
     bare_print, irprof_print = _best(bare).seconds["print"], _best(irprof).seconds["print"]
-    sizes = f"text {len(text) / 1e6:.1f} MB, annotated output {len(irprof_out) / 1e6:.1f} MB"
+    sizes = (
+        f"text {len(text) / 1e6:.1f} MB, printed bare {len(bare_out) / 1e6:.1f} MB, "
+        f"annotated {len(irprof_out) / 1e6:.1f} MB"
+    )
     print(f"ops: {ops:,} ({sizes}); best of {repeats}, each run in a fresh context")
     print(_line("bare", bare))
     print(_line("irprof", irprof))
