@@ -24,6 +24,7 @@ from irprof.mlir.locations import (
     to_ir,
 )
 from irprof.opprofile import OpKey
+from irprof.passes.pipeline import run_pipeline
 
 FIXTURES = Path(__file__).parent / "fixtures" / "mlir"
 
@@ -105,3 +106,13 @@ def _assert_index_equals_brute_force(keyed: list[tuple[ir.Operation, OpKey]]) ->
         ):
             expected = [p for p, actual in enumerate(keys) if _matches(wanted, actual)]
             assert index.match_positions(wanted) == expected
+
+
+def test_info_loc_is_the_location_at_derive_time() -> None:
+    """The model is built on demand, but from the location the op had when keys were derived."""
+    module = load_module(FIXTURES / "jax.stablehlo.mlir", make_context())
+    infos = derive_op_infos(module)
+    before = [from_ir(op.location) for op in walk_ops(module)]
+    run_pipeline(module, "builtin.module(irprof-stamp-origin{level=hlo})")
+    assert [from_ir(op.location) for op in walk_ops(module)] != before
+    assert [info.loc for info in infos] == before

@@ -14,7 +14,7 @@ What each framework puts in locations (see FRAMEWORKS.md):
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from operator import attrgetter
 
@@ -287,11 +287,14 @@ class OpInfo:
     op_name: str
     keys: LocationKeys
     key: OpKey
+    # The location as derived: it stays valid (owned by the context) if a later pass changes or
+    # erases the op. Its bindings object hashes by identity, hence out of eq/hash.
+    location: ir.Location = field(compare=False, repr=False)
 
     @cached_property
     def loc(self) -> Loc:
         """The op's location as the typed model (built on first use: most ops never need it)."""
-        return from_ir(self.op.location)
+        return from_ir(self.location)
 
 
 def root_operation(module: ir.Module | ir.Operation) -> ir.Operation:
@@ -333,7 +336,7 @@ def _derive_op_infos(module: ir.Module | ir.Operation) -> list[OpInfo]:
         ordinal = seen.get(pair, 0)
         seen[pair] = ordinal + 1
         key = OpKey(name=keys.name, source=keys.source, origin=keys.origin, ordinal=ordinal)
-        infos.append(OpInfo(op, op.name, keys, key))
+        infos.append(OpInfo(op, op.name, keys, key, location))
     return infos
 
 
@@ -369,11 +372,11 @@ class OpIndex:
         # One table per key field, built on first use: profiles usually key on one or two.
         self._tables: dict[str, dict[str, list[int]]] = {}
 
-    def _table(self, field: str) -> dict[str, list[int]]:
-        table = self._tables.get(field)
+    def _table(self, key_field: str) -> dict[str, list[int]]:
+        table = self._tables.get(key_field)
         if table is None:
             table = {}
-            value_of = attrgetter(field)
+            value_of = attrgetter(key_field)
             for position, (_, key) in enumerate(self._ops):
                 value = value_of(key)
                 if value is not None:
@@ -382,7 +385,7 @@ class OpIndex:
                         table[value] = [position]
                     else:
                         found.append(position)
-            self._tables[field] = table
+            self._tables[key_field] = table
         return table
 
     @staticmethod
@@ -397,14 +400,14 @@ class OpIndex:
         """Walk-order positions of the ops matching `wanted`."""
         candidates: list[int] | range | None = None
         fields_set = 0
-        for field, value in (
+        for key_field, value in (
             ("origin", wanted.origin),
             ("name", wanted.name),
             ("source", wanted.source),
         ):
             if value is not None:
                 fields_set += 1
-                found = self._table(field).get(value, [])
+                found = self._table(key_field).get(value, [])
                 if candidates is None or len(found) < len(candidates):
                     candidates = found
         if candidates is None:
