@@ -8,16 +8,16 @@ from irprof.capture.tf_paths import make_paths_portable, portable_path_mapper
 from irprof.mlir.context import make_context
 from irprof.mlir.load import load_module, print_module
 
-SCRIPT_DIR = "/home/user/models"
-ROOTS = ["/opt/py/lib/python3.11", "/opt/py/lib/python3.11/site-packages", "/home/user/models"]
+SCRIPT_DIR = "/srv/user/models"
+ROOTS = ["/opt/py/lib/python3.11", "/opt/py/lib/python3.11/site-packages", "/srv/user/models"]
 
 MODULE = """
-func.func @f(%arg0: tensor<2xf32> loc("/home/user/models/net.py":3:1)) -> tensor<2xf32> {
+func.func @f(%arg0: tensor<2xf32> loc("/srv/user/models/net.py":3:1)) -> tensor<2xf32> {
   %0 = "tf.Relu"(%arg0) : (tensor<2xf32>) -> tensor<2xf32> loc(#relu)
   return %0 : tensor<2xf32> loc(unknown)
 }
 #frame1 = loc("/opt/py/lib/python3.11/site-packages/keras/layer.py":10:2 to 10:9)
-#frame2 = loc("/home/user/models/net.py":42:5)
+#frame2 = loc("/srv/user/models/net.py":42:5)
 #named = loc("model/relu"(#frame1))
 #relu = loc(fused["Relu:", callsite(#named at #frame2)])
 """
@@ -25,8 +25,8 @@ func.func @f(%arg0: tensor<2xf32> loc("/home/user/models/net.py":3:1)) -> tensor
 
 def test_mapper_prefers_script_folder_then_longest_import_root() -> None:
     mapped = portable_path_mapper(SCRIPT_DIR, ROOTS)
-    assert mapped("/home/user/models/net.py") == "net.py"
-    assert mapped("/home/user/models/sub/a.py") == "sub/a.py"
+    assert mapped("/srv/user/models/net.py") == "net.py"
+    assert mapped("/srv/user/models/sub/a.py") == "sub/a.py"
     assert mapped("/opt/py/lib/python3.11/site-packages/keras/x.py") == "<sys.path>/keras/x.py"
     assert mapped("/opt/py/lib/python3.11/runpy.py") == "<sys.path>/runpy.py"
     assert mapped("/srv/other/lib.py") == "../../../srv/other/lib.py"
