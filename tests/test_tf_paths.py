@@ -29,7 +29,7 @@ def test_mapper_prefers_script_folder_then_longest_import_root() -> None:
     assert mapped("/srv/user/models/sub/a.py") == "sub/a.py"
     assert mapped("/opt/py/lib/python3.11/site-packages/keras/x.py") == "<sys.path>/keras/x.py"
     assert mapped("/opt/py/lib/python3.11/runpy.py") == "<sys.path>/runpy.py"
-    assert mapped("/srv/other/lib.py") == "../../../srv/other/lib.py"
+    assert mapped("/var/other/lib.py") == "../../../var/other/lib.py"
     assert mapped("<frozen runpy>") == "<frozen runpy>"
 
 
