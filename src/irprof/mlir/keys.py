@@ -322,16 +322,36 @@ def derive_op_infos(module: ir.Module | ir.Operation) -> list[OpInfo]:
         return _derive_op_infos(module)
 
 
+class _ModelKeys:
+    """`location_keys(from_ir(location))` memoised per distinct location.
+
+    Ops lowered from one source op share a location. The bindings hand out a new `ir.Location`
+    per access that hashes by identity, so the memo is keyed by its `LocationAttr`, which hashes
+    and compares as the uniqued MLIR object (~0.5 us a lookup against ~30 us for a call-site
+    chain). Only shapes the name-chain fast path cannot read come here.
+    """
+
+    def __init__(self) -> None:
+        self._memo: dict[ir.Attribute, LocationKeys] = {}
+
+    def __call__(self, location: ir.Location) -> LocationKeys:
+        attr = location.attr
+        keys = self._memo.get(attr)
+        if keys is None:
+            keys = location_keys(from_ir(location))
+            self._memo[attr] = keys
+        return keys
+
+
 def _derive_op_infos(module: ir.Module | ir.Operation) -> list[OpInfo]:
-    # No cache per location: the bindings hand out a new `ir.Location` per access whose hash is
-    # its identity, so equal locations of two ops never meet in a dict.
+    model_keys = _ModelKeys()
     seen: dict[tuple[str | None, str | None], int] = {}
     infos: list[OpInfo] = []
     for op in walk_ops(module):
         location = op.location
         keys = _name_chain_keys(location)
         if keys is None:
-            keys = location_keys(from_ir(location))
+            keys = model_keys(location)
         pair = (keys.name, keys.source)
         ordinal = seen.get(pair, 0)
         seen[pair] = ordinal + 1
@@ -348,13 +368,14 @@ def derive_op_keys(module: ir.Module | ir.Operation) -> list[tuple[ir.Operation,
 
 def _derive_op_keys(module: ir.Module | ir.Operation) -> list[tuple[ir.Operation, OpKey]]:
     # The same keys as `derive_op_infos` (tests hold the two equal) without LocationKeys/OpInfo.
+    model_keys = _ModelKeys()
     seen: dict[tuple[str | None, str | None], int] = {}
     keyed: list[tuple[ir.Operation, OpKey]] = []
     for op in walk_ops(module):
         location = op.location
         fields = _key_fields(location)
         if fields is None:
-            keys = location_keys(from_ir(location))
+            keys = model_keys(location)
             fields = (keys.name, keys.source, keys.origin)
         name, source, origin = fields
         pair = (name, source)
