@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 
 from iree.compiler import ir
 
 from irprof.errors import MlirError
-from irprof.fileio import write_text_atomic
+from irprof.fileio import write_bytes_atomic
 from irprof.mlir.locations import downcast
 
 # MLIR bytecode files start with "ML\xefR".
@@ -92,23 +91,33 @@ def load_module(path_or_text: str | Path, context: ir.Context) -> ir.Module:
         raise MlirError(f"{path}: not valid MLIR\n{_diagnostics_text(exc, str(path))}") from exc
 
 
-def print_module(module: ir.Module, *, debug_info: bool = True, generic: bool = False) -> str:
-    """The module as text; `debug_info` prints `loc(...)`, `generic` the generic op form."""
-    buffer = io.StringIO()
-    module.operation.print(
-        file=buffer,
+def print_module_bytes(
+    module: ir.Module, *, debug_info: bool = True, generic: bool = False
+) -> bytes:
+    """The module's text as UTF-8 bytes, in one piece.
+
+    `get_asm(binary=True)` returns one buffer; printing into a Python file object instead makes
+    the bindings call `write` for every token (millions of calls on a large module), ~30% slower.
+    """
+    printed: bytes = module.operation.get_asm(
+        binary=True,
         enable_debug_info=debug_info,
         print_generic_op_form=generic,
         assume_verified=True,
     )
-    return buffer.getvalue()
+    return printed
+
+
+def print_module(module: ir.Module, *, debug_info: bool = True, generic: bool = False) -> str:
+    """The module as text; `debug_info` prints `loc(...)`, `generic` the generic op form."""
+    return print_module_bytes(module, debug_info=debug_info, generic=generic).decode("utf-8")
 
 
 def write_module(
     path: str | Path, module: ir.Module, *, debug_info: bool = True, generic: bool = False
 ) -> None:
     """Write the module's text to `path` atomically (no partial file on failure)."""
-    write_text_atomic(path, print_module(module, debug_info=debug_info, generic=generic))
+    write_bytes_atomic(path, print_module_bytes(module, debug_info=debug_info, generic=generic))
 
 
 def verify_module(module: ir.Module, *, what: str = "module") -> None:
