@@ -25,8 +25,10 @@ classified from their args: `hlo_op` -> KERNEL (JAX/XLA thunks), `step_num` -> S
 
 from __future__ import annotations
 
+import io
+from array import array
 from dataclasses import dataclass
-from operator import attrgetter, itemgetter
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -35,20 +37,22 @@ import numpy as np
 import numpy.typing as npt
 
 from irprof.readers.chrome_columns import (
+    ArgsText,
     InternedNames,
+    Interner,
     args_blob,
     classify,
     compact_table,
     intern,
-    intern_ids,
     metadata_names,
     numeric_id,
+    numeric_order,
     tracks_table,
 )
 from irprof.readers.chrome_decode import (
     FLOAT_EXACT_LIMIT_US,
     WHITESPACE,
-    EventShape,
+    EventFields,
     EventText,
     locate_events,
     us_to_ns,
@@ -57,6 +61,7 @@ from irprof.readers.chrome_flows import FLOW_END, FLOW_START, FlowPoints, bind_f
 from irprof.readers.chrome_pairing import merge_args, pair_begin_end
 from irprof.trace.model import EventKind, Flows, Trace
 
+F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
 I8 = npt.NDArray[np.int8]
 
@@ -87,7 +92,7 @@ class _PhaseCodes(dict[str, int]):
 
 @dataclass(frozen=True)
 class _Shape:
-    """The first pass's columns, one entry per event in file order."""
+    """The fields pass's columns, one entry per event in file order."""
 
     phase: I8
     track: I64
@@ -98,52 +103,9 @@ class _Shape:
     dur_ns: I64
     cat_ids: I64
     cats: list[str]
+    names: InternedNames
+    args: ArgsText
     flows: FlowPoints | None
-
-
-def _shape_columns(text: EventText, base_ns: int) -> _Shape:
-    """Decode the first two passes into numpy columns; their structs die before returning."""
-    shapes: list[EventShape] = text.shapes()
-    count = len(shapes)
-    codes = _PhaseCodes(PHASE_CODES)
-    phase = np.fromiter(map(codes.__getitem__, map(attrgetter("ph"), shapes)), np.int8, count)
-    # No per-event object of a pass may outlive it: survivors would pin pymalloc arenas and
-    # keep the whole pass's memory from being returned.
-    pid_ids, pids = intern_ids(list(map(attrgetter("pid"), shapes)))
-    tid_ids, tids = intern_ids(list(map(attrgetter("tid"), shapes)))
-    meta_ids = {
-        row: (pids[int(pid_ids[row])], tids[int(tid_ids[row])])
-        for row in np.nonzero(phase == PHASE_META)[0].tolist()
-    }
-    cat_ids, cats = intern(list(map(attrgetter("cat"), shapes)))
-    track = pid_ids * max(len(tids), 1) + tid_ids
-    flow_fields = _flow_fields(shapes, phase, cat_ids)
-    del shapes
-    ts_ns, dur_ns = _time_columns(text, base_ns)
-    return _Shape(
-        phase=phase,
-        track=track,
-        pids=pids,
-        tids=tids,
-        meta_ids=meta_ids,
-        ts_ns=ts_ns,
-        dur_ns=dur_ns,
-        cat_ids=cat_ids,
-        cats=cats,
-        flows=_flow_points(flow_fields, phase, track, ts_ns),
-    )
-
-
-def _time_columns(text: EventText, base_ns: int) -> tuple[I64, I64]:
-    """Start (epoch ns when a base is known) and duration of every event."""
-    times = text.times()
-    count = len(times)
-    ts_us = np.fromiter(map(attrgetter("ts"), times), np.float64, count)
-    dur_ns = us_to_ns(np.fromiter(map(attrgetter("dur"), times), np.float64, count))
-    del times
-    if count and float(np.abs(ts_us).max()) >= FLOAT_EXACT_LIMIT_US:
-        return text.exact_ts_ns() + base_ns, dur_ns
-    return us_to_ns(ts_us) + base_ns, dur_ns
 
 
 @dataclass(frozen=True)
@@ -154,23 +116,138 @@ class _FlowFields:
     flow_id: I64
 
 
-def _flow_fields(shapes: list[EventShape], phase_all: I8, cat_ids: I64) -> _FlowFields | None:
-    flow_rows = np.nonzero(phase_all >= PHASE_FLOW_START)[0]
-    if len(flow_rows) == 0:
-        return None
-    picked = itemgetter(*flow_rows.tolist())(shapes) if len(flow_rows) > 1 else None
-    flow_events: list[EventShape] = list(picked) if picked else [shapes[int(flow_rows[0])]]
-    count = len(flow_events)
-    # A flow is identified by (category, id): combine two interned columns, no tuple per event.
-    id_ids, id_table = intern_ids(list(map(attrgetter("id"), flow_events)))
-    numeric = np.asarray(
-        [0 if value is None else numeric_id(value) for value in id_table], dtype=np.int64
-    )
-    return _FlowFields(
-        rows=flow_rows,
-        key_ids=cat_ids[flow_rows] * max(len(id_table), 1) + id_ids,
-        binds_next=np.fromiter(map("e".__ne__, map(attrgetter("bp"), flow_events)), bool, count),
-        flow_id=numeric[id_ids],
+class _Column:
+    """A growing typed column: chunks are appended in place, so no per-chunk array survives."""
+
+    def __init__(self, dtype: type[Any]) -> None:
+        self.dtype = np.dtype(dtype)
+        self.values = array({1: "b", 8: "q"}[self.dtype.itemsize])
+
+    def append(self, chunk: npt.NDArray[Any]) -> None:
+        """Add the values of one chunk."""
+        self.values.frombytes(np.ascontiguousarray(chunk, dtype=self.dtype).data.cast("B"))
+
+    def array(self) -> Any:
+        """Every value added, as a numpy array of the column's type (no copy)."""
+        return np.frombuffer(self.values, dtype=self.dtype)
+
+
+class _FieldColumns:
+    """Accumulates the columns of the fields pass, one decoded chunk of events at a time."""
+
+    def __init__(self) -> None:
+        self.rows = 0
+        self.phase, self.ts_us, self.dur_us = (
+            _Column(np.int8),
+            _Column(np.float64),
+            _Column(np.float64),
+        )
+        self.pid, self.tid, self.cat, self.name = Interner(), Interner(), Interner(), Interner()
+        self.pid_ids, self.tid_ids = _Column(np.int64), _Column(np.int64)
+        self.cat_ids, self.name_ids = _Column(np.int64), _Column(np.int64)
+        self.args_text = io.BytesIO()  # every event's raw args, back to back in file order
+        self.args_length = _Column(np.int64)
+        self.flow_rows: list[I64] = []
+        self.flow_ids: list[I64 | list[Any]] = []
+        self.binds_next: list[npt.NDArray[np.bool_]] = []
+
+    def add(self, events: list[EventFields]) -> None:
+        """Take the columns of one chunk (its structs and their input text die afterwards)."""
+        count = len(events)
+        phase = np.fromiter(map(_CODES.__getitem__, map(_ph, events)), np.int8, count)
+        self.phase.append(phase)
+        self.ts_us.append(np.fromiter(map(_ts, events), np.float64, count))
+        self.dur_us.append(np.fromiter(map(_dur, events), np.float64, count))
+        self.pid_ids.append(self.pid.ids(list(map(_pid, events))))
+        self.tid_ids.append(self.tid.ids(list(map(_tid, events))))
+        self.cat_ids.append(self.cat.ids(list(map(_cat, events))))
+        self.name_ids.append(self.name.ids(list(map(_name, events))))
+        # Copied out of the chunk's text, which is freed with the chunk; no object per event.
+        raw_args = list(map(_args, events))
+        self.args_length.append(np.fromiter(map(len, raw_args), np.int64, count))
+        self.args_text.writelines(raw_args)
+        flow_rows = np.nonzero(phase >= PHASE_FLOW_START)[0]
+        if len(flow_rows):
+            flow_events = [events[row] for row in flow_rows.tolist()]
+            self.flow_rows.append(flow_rows + self.rows)
+            # Kineto's ids are ints: kept in numpy, no Python int survives the chunk (a few
+            # survivors per arena would keep the whole pass's memory from being returned).
+            try:
+                ids: I64 | list[Any] = np.fromiter(map(_id, flow_events), np.int64)
+            except (TypeError, ValueError, OverflowError):
+                ids = list(map(_id, flow_events))
+            self.flow_ids.append(ids)
+            binds = map("e".__ne__, map(_bp, flow_events))
+            self.binds_next.append(np.fromiter(binds, np.bool_, len(flow_events)))
+        self.rows += count
+
+    def flow_fields(self, cat_ids: I64) -> _FlowFields | None:
+        """Flow events' rows, (category, id) keys, `bp` and numeric ids."""
+        if not self.flow_rows:
+            return None
+        rows = np.concatenate(self.flow_rows)
+        if all(isinstance(ids, np.ndarray) for ids in self.flow_ids):
+            numeric, inverse = np.unique(np.concatenate(self.flow_ids), return_inverse=True)
+            id_ids, table_size = inverse.astype(np.int64).reshape(-1), len(numeric)
+        else:
+            values = [
+                value
+                for ids in self.flow_ids
+                for value in (ids.tolist() if isinstance(ids, np.ndarray) else ids)
+            ]
+            id_ids, id_table = intern(values)
+            numeric = np.array(
+                [0 if value is None else numeric_id(value) for value in id_table], np.int64
+            )
+            table_size = len(id_table)
+        # A flow is identified by (category, id): combine two interned columns, no tuples.
+        return _FlowFields(
+            rows=rows,
+            key_ids=cat_ids[rows] * max(table_size, 1) + id_ids,
+            binds_next=np.concatenate(self.binds_next),
+            flow_id=numeric[id_ids],
+        )
+
+
+_CODES = _PhaseCodes(PHASE_CODES)
+_ph, _cat, _pid, _tid = attrgetter("ph"), attrgetter("cat"), attrgetter("pid"), attrgetter("tid")
+_id, _bp, _name = attrgetter("id"), attrgetter("bp"), attrgetter("name")
+_ts, _dur, _args = attrgetter("ts"), attrgetter("dur"), attrgetter("args")
+
+
+def _shape_columns(text: EventText, base_ns: int) -> _Shape:
+    """Decode the fields pass chunk by chunk into numpy columns."""
+    columns = _FieldColumns()
+    for events in text.event_fields():
+        columns.add(events)
+    phase = columns.phase.array()
+    pid_ids, pids = numeric_order(columns.pid_ids.array(), columns.pid.table)
+    tid_ids, tids = numeric_order(columns.tid_ids.array(), columns.tid.table)
+    cat_ids = columns.cat_ids.array()
+    meta_ids = {
+        row: (pids[int(pid_ids[row])], tids[int(tid_ids[row])])
+        for row in np.nonzero(phase == PHASE_META)[0].tolist()
+    }
+    track = pid_ids * max(len(tids), 1) + tid_ids
+    ts_us = columns.ts_us.array()
+    dur_ns = us_to_ns(columns.dur_us.array())
+    if len(ts_us) and float(np.abs(ts_us).max()) >= FLOAT_EXACT_LIMIT_US:
+        ts_ns = text.exact_ts_ns() + base_ns
+    else:
+        ts_ns = us_to_ns(ts_us) + base_ns
+    return _Shape(
+        phase=phase,
+        track=track,
+        pids=pids,
+        tids=tids,
+        meta_ids=meta_ids,
+        ts_ns=ts_ns,
+        dur_ns=dur_ns,
+        cat_ids=cat_ids,
+        cats=columns.cat.table,
+        names=InternedNames(columns.name_ids.array(), columns.name.table),
+        args=ArgsText(columns.args_text.getvalue(), columns.args_length.array()),
+        flows=_flow_points(columns.flow_fields(cat_ids), phase, track, ts_ns),
     )
 
 
@@ -209,8 +286,8 @@ def read_chrome(path: Path, data: bytes) -> Trace:
     order = np.lexsort((-row_dur, row_ts))
     row_source, row_ts, row_dur = row_source[order], row_ts[order], row_dur[order]
 
-    names = InternedNames(*intern(text.names()))
-    args = text.args()
+    names = shape.names
+    args = shape.args
     processes, threads, sort_index = metadata_names(shape.meta_ids, names, args)
     kinds = classify(row_source, shape.cat_ids, shape.cats, names, args, row_dur)
     kinds[phase[row_source] == PHASE_INSTANT] = EventKind.INSTANT

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
+import io
 import zlib
 from collections.abc import Sequence
-from operator import itemgetter
 from typing import Any, overload
 
-import msgspec
 import numpy as np
 import numpy.typing as npt
 
@@ -33,11 +32,39 @@ KIND_BY_CATEGORY: dict[str, EventKind] = {
 STEP_NAME_PREFIX = "ProfilerStep"  # Kineto user_annotation of `prof.step()`
 
 
-def intern(values: Sequence[Any]) -> tuple[I64, list[Any]]:
-    """Ids of `values` in first-seen order, and the table (dict.fromkeys and map run in C)."""
-    table = list(dict.fromkeys(values))
-    index = {value: position for position, value in enumerate(table)}
-    return np.fromiter(map(index.__getitem__, values), dtype=np.int64, count=len(values)), table
+class Interner:
+    """Ids in first-seen order over many batches of values (the per-value work runs in C)."""
+
+    def __init__(self) -> None:
+        self.index: dict[Any, int] = {}
+
+    def ids(self, values: list[Any]) -> I64:
+        """Ids of `values`, adding the new ones to the table."""
+        index = self.index
+        for value in dict.fromkeys(values):
+            index.setdefault(value, len(index))
+        return np.fromiter(map(index.__getitem__, values), dtype=np.int64, count=len(values))
+
+    @property
+    def table(self) -> list[Any]:
+        """Every value seen, at its id."""
+        return list(self.index)
+
+
+def intern(values: list[Any]) -> tuple[I64, list[Any]]:
+    """Ids of `values` in first-seen order, and the table."""
+    interner = Interner()
+    return interner.ids(values), interner.table
+
+
+def numeric_order(ids: I64, table: list[Any]) -> tuple[I64, list[Any]]:
+    """Renumber so that ids follow numeric order when every value is an int (pids, tids)."""
+    if not table or not all(type(value) is int for value in table):
+        return ids, table
+    order = sorted(range(len(table)), key=table.__getitem__)
+    rank = np.empty(len(table), dtype=np.int64)
+    rank[order] = np.arange(len(table), dtype=np.int64)
+    return rank[ids], [table[position] for position in order]
 
 
 class InternedNames(Sequence[str]):
@@ -62,14 +89,27 @@ class InternedNames(Sequence[str]):
         return self.table[int(self.ids[row])]
 
 
-def intern_ids(values: Sequence[Any]) -> tuple[I64, list[Any]]:
-    """Like `intern`, sorted numerically by numpy when every value is an int (pids, flow ids)."""
-    try:
-        numbers = np.array(values, dtype=np.int64)
-    except (TypeError, ValueError, OverflowError):
-        return intern(values)
-    table, ids = np.unique(numbers, return_inverse=True)
-    return ids.astype(np.int64).reshape(-1), table.tolist()
+class ArgsText(Sequence[bytes]):
+    """Every event's raw `args` JSON in file order: one buffer and the offsets into it."""
+
+    def __init__(self, text: bytes, lengths: I64) -> None:
+        self.text = text
+        self.offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=self.offsets[1:])
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    @overload
+    def __getitem__(self, row: int) -> bytes: ...
+
+    @overload
+    def __getitem__(self, row: slice) -> Sequence[bytes]: ...
+
+    def __getitem__(self, row: int | slice) -> bytes | Sequence[bytes]:
+        if isinstance(row, slice):
+            return [self[index] for index in range(len(self))[row]]
+        return self.text[int(self.offsets[row]) : int(self.offsets[row + 1])]
 
 
 def compact_table(ids: I64, table: list[Any]) -> tuple[I64, list[Any]]:
@@ -98,7 +138,7 @@ def classify(
     cat_ids: I64,
     cats: list[str],
     names: Sequence[str],
-    args: Sequence[msgspec.Raw],
+    args: Sequence[bytes],
     dur_ns: I64,
 ) -> I8:
     """EventKind of each row: by Kineto category, else from the args and name (see chrome.py)."""
@@ -132,7 +172,7 @@ def classify(
 def metadata_names(
     meta_ids: dict[int, tuple[int | str, int | str]],
     names: Sequence[str],
-    args: Sequence[msgspec.Raw],
+    args: Sequence[bytes],
 ) -> tuple[dict[int, str], dict[tuple[int, int], str], dict[str, Any]]:
     """Process and thread names and sort indices from the M events."""
     processes: dict[int, str] = {}
@@ -179,19 +219,38 @@ def tracks_table(
     )
 
 
-def args_blob(
-    args: Sequence[msgspec.Raw], rows: I64, replaced: dict[int, bytes]
-) -> tuple[bytes, I64]:
-    """Concatenated raw args of `rows` in that order (with `replaced` rows' args swapped in)."""
+def args_blob(args: ArgsText, rows: I64, replaced: dict[int, bytes]) -> tuple[bytes, I64]:
+    """Concatenated raw args of `rows` in that order (with `replaced` rows' args swapped in).
+
+    Rows that follow each other in the file and in `rows` are copied as one run: a trace's
+    order by time mostly keeps each thread's events in file order, so runs are long.
+    """
     if len(rows) == 0:
         return b"", np.zeros(1, dtype=np.int64)
-    picked = itemgetter(*rows.tolist())(args) if len(rows) > 1 else (args[int(rows[0])],)
-    parts: list[Any] = list(picked)
-    for position in np.nonzero(np.isin(rows, list(replaced)))[0].tolist() if replaced else []:
-        parts[position] = replaced[int(rows[position])]
-    offsets = np.zeros(len(parts) + 1, dtype=np.int64)
-    np.cumsum(np.fromiter(map(len, parts), dtype=np.int64, count=len(parts)), out=offsets[1:])
-    blob = b"".join(parts)
+    starts, stops = args.offsets[rows], args.offsets[rows + 1]
+    lengths = stops - starts
+    breaks = np.ones(len(rows), dtype=np.bool_)
+    breaks[1:] = starts[1:] != stops[:-1]
+    swapped = np.nonzero(np.isin(rows, list(replaced)))[0] if replaced else np.zeros(0, np.int64)
+    breaks[swapped] = True
+    breaks[swapped[swapped + 1 < len(rows)] + 1] = True
+    for position in swapped.tolist():
+        lengths[position] = len(replaced[int(rows[position])])
+    run_starts = np.nonzero(breaks)[0]
+    run_stops = np.append(run_starts[1:], len(rows))
+    swapped_rows = set(swapped.tolist())
+    view = memoryview(args.text)
+    out = io.BytesIO()  # grows in place; getvalue() hands its buffer over without a copy
+    byte_starts, byte_stops = starts[run_starts].tolist(), stops[run_stops - 1].tolist()
+    for first, start, stop in zip(run_starts.tolist(), byte_starts, byte_stops, strict=True):
+        if first in swapped_rows:
+            out.write(replaced[int(rows[first])])
+        else:
+            out.write(view[start:stop])
+    view.release()
+    offsets = np.zeros(len(rows) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    blob = out.getvalue()
     return wrap_non_object_args(blob, offsets), offsets
 
 

@@ -13,8 +13,9 @@ one pass within noise (the per-field object work dominates, not the scans), 40% 
 from __future__ import annotations
 
 import decimal
+import re
+from collections.abc import Iterator
 from dataclasses import dataclass
-from operator import attrgetter
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -31,8 +32,8 @@ WHITESPACE = b" \t\r\n\xef\xbb\xbf"
 FLOAT_EXACT_LIMIT_US = float(2**42)
 
 
-class EventShape(msgspec.Struct, gc=False):
-    """First pass: phase, category, track and flow ids."""
+class EventFields(msgspec.Struct, gc=False):
+    """First pass: every field but the arguments."""
 
     ph: str = ""
     cat: str = ""
@@ -40,24 +41,9 @@ class EventShape(msgspec.Struct, gc=False):
     tid: int | str = 0
     id: int | str | None = None
     bp: str = ""
-
-
-class EventTimes(msgspec.Struct, gc=False):
-    """Second pass: start and duration in microseconds."""
-
     ts: float = 0.0
     dur: float = 0.0
-
-
-class EventName(msgspec.Struct, gc=False):
-    """Third pass: the name."""
-
     name: str = ""
-
-
-class EventArgs(msgspec.Struct, gc=False):
-    """Fourth pass: the arguments as raw JSON (a view into the input, not a copy)."""
-
     args: msgspec.Raw = msgspec.Raw()
 
 
@@ -70,14 +56,17 @@ class _ExactTime(msgspec.Struct, gc=False):
 _decode_top = msgspec.json.Decoder(
     dict[str, msgspec.Raw] | list[msgspec.Raw] | str | float | bool | None
 )
-_decode_shapes = msgspec.json.Decoder(list[EventShape])
-_decode_times = msgspec.json.Decoder(list[EventTimes])
-_decode_names = msgspec.json.Decoder(list[EventName])
-_decode_args = msgspec.json.Decoder(list[EventArgs])
+_decode_fields = msgspec.json.Decoder(list[EventFields])
 _decode_exact_times = msgspec.json.Decoder(list[_ExactTime])
 decode_any = msgspec.json.Decoder()
 
 T = TypeVar("T")
+
+# Events decoded per chunk: small enough that the chunk's structs stay in cache while their
+# fields become columns (walking millions of structs after one big decode is memory-bound).
+CHUNK_BYTES = 1 << 18
+# A possible boundary between two array elements: the end of an object and the next comma.
+_EVENT_END = re.compile(rb"\}[ \t\r\n]*,[ \t\r\n]*")
 
 
 @dataclass(frozen=True)
@@ -88,21 +77,40 @@ class EventText:
     events: bytes | msgspec.Raw  # a view into the input, not a copy
     fields: dict[str, Any]
 
-    def shapes(self) -> list[EventShape]:
-        """First pass."""
-        return self._decode(_decode_shapes)
+    def event_fields(self) -> Iterator[list[EventFields]]:
+        """First pass, in chunks of consecutive events (see `_chunk_spans` for how it splits)."""
+        view = memoryview(self.events)
+        body = _array_body(view)
+        if body is None:
+            yield self._decode(_decode_fields)  # not an array: the whole decode says why
+            return
+        start, stop = body
+        while start < stop:
+            decoded, start = self._decode_chunk(view, start, stop)
+            yield decoded
 
-    def times(self) -> list[EventTimes]:
-        """Second pass."""
-        return self._decode(_decode_times)
+    def _decode_chunk(
+        self, view: memoryview, start: int, stop: int
+    ) -> tuple[list[EventFields], int]:
+        """Events from `start` (an element boundary) to a boundary found near CHUNK_BYTES on.
 
-    def names(self) -> list[str]:
-        """Third pass: every event's name."""
-        return list(map(attrgetter("name"), self._decode(_decode_names)))
-
-    def args(self) -> list[msgspec.Raw]:
-        """Fourth pass: every event's raw args."""
-        return list(map(attrgetter("args"), self._decode(_decode_args)))
+        A candidate boundary is a `}` followed by a `,`. One inside a string or a nested object
+        always makes the chunk invalid JSON (the string or object is left open before the `]`
+        we add), so a chunk that decodes ends at a true boundary; a failed one is retried up to
+        a later candidate, the distance doubling, until the array's end, where a failure is the
+        document's own and the whole decode reports it.
+        """
+        reach = CHUNK_BYTES
+        while True:
+            found = _EVENT_END.search(view, start + reach, stop) if start + reach < stop else None
+            end, resume = (found.start() + 1, found.end()) if found else (stop, stop)
+            try:
+                return _decode_fields.decode(b"[" + view[start:end] + b"]"), resume
+            except msgspec.DecodeError:
+                if end == stop:
+                    self._decode(_decode_fields)
+                    raise TraceFormatError(self.path, "not a Chrome trace event list") from None
+            reach = max(2 * reach, end - start + 1)
 
     def exact_ts_ns(self) -> I64:
         """Every `ts` converted from its decimal text, for values beyond float precision."""
@@ -142,6 +150,21 @@ def _locate_array(path: Path, data: bytes) -> EventText:
     if stripped.endswith(b"]"):
         return EventText(path, data, {})
     return EventText(path, stripped.rstrip(b",") + b"]", {})
+
+
+def _array_body(view: memoryview) -> tuple[int, int] | None:
+    """Byte span between the brackets of a JSON array, or None when the text is not one."""
+    start, stop = 0, len(view)
+    while start < stop and view[start] in WHITESPACE:
+        start += 1
+    while stop > start and view[stop - 1] in WHITESPACE:
+        stop -= 1
+    if stop - start < 2 or view[start] != ord("[") or view[stop - 1] != ord("]"):
+        return None
+    body_start = start + 1
+    while body_start < stop - 1 and view[body_start] in WHITESPACE:
+        body_start += 1
+    return body_start, stop - 1
 
 
 def exact_ns(text: bytes) -> int:
