@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 import zlib
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, overload
 
 import numpy as np
@@ -32,23 +32,21 @@ KIND_BY_CATEGORY: dict[str, EventKind] = {
 STEP_NAME_PREFIX = "ProfilerStep"  # Kineto user_annotation of `prof.step()`
 
 
-class Interner:
-    """Ids in first-seen order over many batches of values (the per-value work runs in C)."""
+class Interner(dict[Any, int]):
+    """Ids in first-seen order over many batches of values (lookups of known values run in C)."""
 
-    def __init__(self) -> None:
-        self.index: dict[Any, int] = {}
+    def __missing__(self, value: Any) -> int:
+        self[value] = found = len(self)
+        return found
 
-    def ids(self, values: list[Any]) -> I64:
+    def ids(self, values: Iterable[Any], count: int = -1) -> I64:
         """Ids of `values`, adding the new ones to the table."""
-        index = self.index
-        for value in dict.fromkeys(values):
-            index.setdefault(value, len(index))
-        return np.fromiter(map(index.__getitem__, values), dtype=np.int64, count=len(values))
+        return np.fromiter(map(self.__getitem__, values), dtype=np.int64, count=count)
 
     @property
     def table(self) -> list[Any]:
         """Every value seen, at its id."""
-        return list(self.index)
+        return list(self)
 
 
 def intern(values: list[Any]) -> tuple[I64, list[Any]]:
