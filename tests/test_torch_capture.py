@@ -16,8 +16,10 @@ import pytest
 from irprof.annotate import annotate_bundle
 from irprof.bundle import RunBundle
 from irprof.capture.torch import TorchCaptureOptions, capture_torch
+from irprof.capture.torch_locations import FxNodeName
 from irprof.correlate.base import CorrelationOptions
 from irprof.correlate.torch import CORRELATOR
+from irprof.correlate.torch_events import load_fx_calls
 from irprof.errors import CaptureError, UsageError
 from irprof.mlir.annotation import get_profile
 from irprof.mlir.context import make_context
@@ -106,6 +108,22 @@ def test_locations_name_fx_nodes_with_paths_relative_to_the_script(loop_bundle: 
     }
     sources = {info.key.source for info in derive_op_infos(module) if info.key.source}
     assert all(source.startswith("looped.py:") for source in sources)
+
+
+def test_every_live_exported_call_names_an_op(loop_bundle: RunBundle) -> None:
+    """The input's `unsqueeze` (replayed by functionalization after the in-place ReLU) has its op.
+
+    Only calls that yield no tensor op have none: tuple indexing (`getitem`) and the attention
+    weights nn.MultiheadAttention averages (`view_4`, `mean`), which `seq, _ =` discards.
+    """
+    module = load_module(loop_bundle.ir_path("torch"), make_context())
+    infos = derive_op_infos(module)
+    named = {parsed.node for info in infos if (parsed := FxNodeName.parse(info.key.name or ""))}
+    calls = {call.node for call in load_fx_calls(loop_bundle.root / "ir" / "torch.fx.json")}
+    assert calls - named == {"getitem", "getitem_1", "getitem_2", "view_4", "mean"}
+    own = [info for info in infos if info.key.name == "|unsqueeze|aten.unsqueeze.default"]
+    (unsqueeze,) = [info for info in own if info.op_name == "torch.aten.unsqueeze"]
+    assert unsqueeze.key.source == "looped.py:21:0"  # the `self.lstm(x.unsqueeze(0))` line
 
 
 def test_annotate_torch_level_covers_the_profile(loop_bundle: RunBundle) -> None:

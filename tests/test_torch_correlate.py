@@ -188,6 +188,46 @@ def test_bundle_inputs_are_not_modified(tmp_path: Path) -> None:
     assert before == after
 
 
+# The cnn fixture's `flatten` call is one aten.view (#loc50) fed by constants (#loc48, #loc49),
+# all named `|flatten|aten.view.default` (#loc8).
+FLATTEN_VIEW_LOC = '#loc50 = loc("irprof.origin=torch#36"(#loc8))'
+FLATTEN_NAME = '"|flatten|aten.view.default"'
+
+
+@pytest.mark.parametrize(
+    ("edits", "reason"),
+    [
+        # The view named after another call: nothing at all is named `flatten`.
+        (
+            {FLATTEN_NAME: '"|relu_1|aten.view.default"'},
+            "no op of the torch-level IR is named after FX node(s) ('flatten',): the "
+            "decomposition removed the call or named its ops after another node",
+        ),
+        # Only the view loses the name: the constants that built its shape keep it.
+        (
+            {FLATTEN_VIEW_LOC: FLATTEN_VIEW_LOC.replace("#loc8", "#loc2")},
+            "FX node(s) ('flatten',) became only constants or other trivial ops",
+        ),
+    ],
+)
+def test_event_of_a_call_without_ops_says_what_happened(
+    tmp_path: Path, edits: dict[str, str], reason: str
+) -> None:
+    """GIVEN an IR where no compute op names the call THEN the unmatched event says which case."""
+    copy = tmp_path / "cnn"
+    shutil.copytree(TORCH_FIXTURES / "cnn", copy)
+    ir_path = copy / "ir" / "torch.mlir"
+    text = ir_path.read_text()
+    for old, new in edits.items():
+        assert text.count(old) == 1
+        text = text.replace(old, new)
+    ir_path.write_text(text)
+    coverage = CORRELATOR.correlate(RunBundle(copy), "torch", CorrelationOptions()).coverage
+    (lost,) = coverage.unmatched_events
+    assert lost.name == "aten::flatten"
+    assert lost.reason == reason
+
+
 def test_fx_calls_number_module_instances_per_class_in_call_order() -> None:
     """Profiler names (`Linear_1`) come from class + order of first call."""
     calls = load_fx_calls(TORCH_FIXTURES / "attention" / "ir" / "torch.fx.json")

@@ -37,6 +37,7 @@ from irprof.capture.torch_locations import (
     user_frames,
 )
 from irprof.capture.torch_lowering import lower_torch_to_linalg, stamp_torch_level
+from irprof.capture.torch_view_replay import repair_view_replay
 from irprof.errors import PipelineError
 from irprof.fileio import write_bytes_atomic, write_text_atomic
 
@@ -199,6 +200,21 @@ def decomposition_table(decompose: str) -> Any:
     return table
 
 
+def decompose(
+    program: torch.export.ExportedProgram, decompose: str
+) -> torch.export.ExportedProgram:
+    """Functionalize and decompose `program` (tagged by `describe_nodes`), views retagged.
+
+    Functionalization re-creates the views of tensors mutated in place at their first use and
+    names them after that use; `repair_view_replay` gives each back to its own call.
+    """
+    lowered: torch.export.ExportedProgram = program.run_decompositions(
+        decomposition_table(decompose)
+    )
+    repair_view_replay(program.graph, lowered.graph, NODE_TAG)
+    return lowered
+
+
 def profile_steps(
     model: torch.nn.Module, inputs: tuple[Any, ...], steps: int, warmup: int, trace_path: Path
 ) -> None:
@@ -276,7 +292,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{script}: torch.export could not export the model ({type(error).__name__}: {summary})"
         ) from error
     nodes = describe_nodes(exported, script_dir)
-    lowered_program = exported.run_decompositions(decomposition_table(args.decompose))
+    lowered_program = decompose(exported, args.decompose)
     context = ir.Context()
     relativize_stack_traces(lowered_program, script_dir)
     torch_module = import_program(lowered_program, context)

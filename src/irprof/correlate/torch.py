@@ -51,11 +51,11 @@ VIEW_OPS = frozenset(
 FUSED_TIME_RULES = ("default", "split")
 
 
-def ops_by_node(infos: Sequence[OpInfo]) -> dict[str, list[int]]:
-    """FX node name -> walk positions of its non-trivial ops (from the ops' NameLocs)."""
+def ops_by_node(infos: Sequence[OpInfo], *, trivial: bool = False) -> dict[str, list[int]]:
+    """FX node name -> walk positions of its non-trivial ops (all ops with `trivial`)."""
     grouped: dict[str, list[int]] = defaultdict(list)
     for position, info in enumerate(infos):
-        if is_trivial_op(info.op_name):
+        if not trivial and is_trivial_op(info.op_name):
             continue
         for name in info.keys.names:
             parsed = FxNodeName.parse(name)
@@ -73,6 +73,16 @@ def is_view_op(info: OpInfo) -> bool:
             parts = parsed.target.split(".")  # aten.permute.default
             return len(parts) > 1 and parts[1] in VIEW_OPS
     return False
+
+
+def no_op_reason(nodes: Sequence[str], named_by_any_op: set[str]) -> str:
+    """Why the event's call node(s) have no op that can take its time."""
+    if any(node in named_by_any_op for node in nodes):
+        return f"FX node(s) {tuple(nodes)} became only constants or other trivial ops"
+    return (
+        f"no op of the torch-level IR is named after FX node(s) {tuple(nodes)}: the "
+        "decomposition removed the call or named its ops after another node"
+    )
 
 
 def _shares(duration: int, weights: Sequence[int]) -> list[int]:
@@ -104,6 +114,7 @@ def correlate_torch_level(
     module = load_module(bundle.ir_path("torch"), make_context())
     infos = derive_op_infos(module)
     grouped = ops_by_node(infos)
+    named_by_any_op = set(ops_by_node(infos, trivial=True))
     events = top_level_op_events(trace)
     matched = match_events(events, calls)
     profiled_ns = sum(event.dur_ns for event in events)
@@ -119,7 +130,7 @@ def correlate_torch_level(
         nodes = matched.nodes_of.get(event.row, ())
         positions = [p for node in nodes for p in grouped.get(node, [])]
         if not positions:
-            reason = matched.unmatched.get(event.row) or f"FX node(s) {nodes} have no compute op"
+            reason = matched.unmatched.get(event.row) or no_op_reason(nodes, named_by_any_op)
             lost[event.name].append(event.dur_ns)
             reasons.setdefault(event.name, reason)
             continue
