@@ -17,7 +17,7 @@ from irprof.mlir.keys import location_keys
 from irprof.mlir.locations import from_ir
 
 TRACE = (
-    '  File "/home/u/proj/model.py", line 21, in forward\n'
+    '  File "/srv/u/proj/model.py", line 21, in forward\n'
     "    x = self.fc2(torch.relu(self.fc1(x)))\n"
     '  File "/venv/site-packages/torch/nn/modules/linear.py", line 134, in forward\n'
     "    return F.linear(input, self.weight, self.bias)\n"
@@ -27,7 +27,7 @@ TRACE = (
 def test_parse_stack_trace_reads_frames_outermost_first() -> None:
     """Python traceback text -> (file, line, function)."""
     assert parse_stack_trace(TRACE) == [
-        ("/home/u/proj/model.py", 21, "forward"),
+        ("/srv/u/proj/model.py", 21, "forward"),
         ("/venv/site-packages/torch/nn/modules/linear.py", 134, "forward"),
     ]
     assert parse_stack_trace(None) == []
@@ -36,10 +36,10 @@ def test_parse_stack_trace_reads_frames_outermost_first() -> None:
 def test_user_frames_keep_the_script_folder_relative() -> None:
     """Only the user's frames, relative to the script's folder; library frames as fallback."""
     frames = parse_stack_trace(TRACE)
-    assert user_frames(frames, "/home/u/proj", ["/venv/site-packages"]) == (
+    assert user_frames(frames, "/srv/u/proj", ["/venv/site-packages"]) == (
         SourceFrame("model.py", 21, "forward"),
     )
-    library_only = user_frames(frames[1:], "/home/u/proj", ["/venv/site-packages"])
+    library_only = user_frames(frames[1:], "/srv/u/proj", ["/venv/site-packages"])
     assert library_only == (SourceFrame("torch/nn/modules/linear.py", 134, "forward"),)
 
 
