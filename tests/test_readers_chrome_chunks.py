@@ -104,3 +104,30 @@ def test_malformed_json_far_into_the_array_is_reported(
     path.write_text(text[:cut] + '{"ph": "X", "name": }, ' + text[cut:])
     with pytest.raises(TraceFormatError, match=r"malformed\.json.*not valid JSON"):
         read_trace(path)
+
+
+def test_fields_around_the_event_array_never_mislead_the_fast_locate(tmp_path: Path) -> None:
+    # GIVEN documents where the key search and the last "]" point at the wrong place
+    events = tricky_events(12)
+    decoy = [{"ph": "X", "name": "decoy", "pid": 9, "tid": 9, "ts": 0, "dur": 1}]
+    documents = {
+        "array_after": {"traceEvents": events, "deviceProperties": [{"id": 0, "name": "]"}]},
+        "nested_key_first": {"meta": {"traceEvents": decoy}, "traceEvents": events},
+        "nested_key_after": {"traceEvents": events, "meta": {"traceEvents": decoy}},
+        "text_mentions_key": {"note": '"traceEvents": [', "traceEvents": events, "n": "]"},
+    }
+    for label, document in documents.items():
+        path = tmp_path / f"{label}.json"
+        path.write_text(json.dumps(document))
+        trace = read_trace(path)
+        # THEN the events read are the top-level array's, and the other fields are kept
+        assert len(trace) == 12, label
+        assert "decoy" not in trace.names(), label
+        assert set(trace.metadata["trace_fields"]) == set(document) - {"traceEvents"}, label
+
+
+def test_empty_event_array_with_fields_after_it_is_reported_empty(tmp_path: Path) -> None:
+    path = tmp_path / "empty.json"
+    path.write_text(json.dumps({"traceEvents": [], "deviceProperties": [{"id": 0}]}))
+    with pytest.raises(TraceFormatError, match=r"empty\.json"):
+        read_trace(path)

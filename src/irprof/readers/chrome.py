@@ -54,6 +54,7 @@ from irprof.readers.chrome_decode import (
     WHITESPACE,
     EventFields,
     EventText,
+    SpanMismatch,
     locate_events,
     us_to_ns,
 )
@@ -271,7 +272,14 @@ def _flow_points(
 
 def read_chrome(path: Path, data: bytes) -> Trace:
     """Parse Chrome Trace Event JSON (object or bare-array form) into a Trace."""
-    text = locate_events(path, data)
+    try:
+        return _read_events(path, locate_events(path, data))
+    except SpanMismatch:
+        return _read_events(path, locate_events(path, data, exact=True))
+
+
+def _read_events(path: Path, text: EventText) -> Trace:
+    """The Trace of located events."""
     base_ns = int(text.fields.get("baseTimeNanoseconds") or 0)
     shape = _shape_columns(text, base_ns)
     warnings: list[str] = []

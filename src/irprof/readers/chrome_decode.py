@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import decimal
 import re
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,6 +67,7 @@ T = TypeVar("T")
 # fields become columns (walking millions of structs after one big decode is memory-bound).
 CHUNK_BYTES = 1 << 18
 # A possible boundary between two array elements: the end of an object and the next comma.
+_TRACE_EVENTS_KEY = re.compile(rb'"traceEvents"[ \t\r\n]*:[ \t\r\n]*\[')
 _EVENT_END = re.compile(rb"\}[ \t\r\n]*,[ \t\r\n]*")
 
 
@@ -74,11 +76,14 @@ class EventText:
     """Where the event array is: its JSON text and the top-level fields beside it."""
 
     path: Path
-    events: bytes | msgspec.Raw  # a view into the input, not a copy
+    events: bytes | msgspec.Raw | memoryview  # a view into the input, not a copy
     fields: dict[str, Any]
+    # True when the array's span was found without parsing the whole file (`locate_events`):
+    # an array that then fails to decode raises `SpanMismatch`, never a format error.
+    speculative: bool = False
 
     def event_fields(self) -> Iterator[list[EventFields]]:
-        """First pass, in chunks of consecutive events (see `_chunk_spans` for how it splits)."""
+        """First pass, in chunks of consecutive events (see `_decode_chunk` for how it splits)."""
         view = memoryview(self.events)
         body = _array_body(view)
         if body is None:
@@ -103,11 +108,16 @@ class EventText:
         reach = CHUNK_BYTES
         while True:
             found = _EVENT_END.search(view, start + reach, stop) if start + reach < stop else None
-            end, resume = (found.start() + 1, found.end()) if found else (stop, stop)
+            if found is None or found.end() >= stop:  # none, or a trailing comma: keep it in
+                end, resume = stop, stop
+            else:
+                end, resume = found.start() + 1, found.end()
             try:
                 return _decode_fields.decode(b"[" + view[start:end] + b"]"), resume
             except msgspec.DecodeError:
                 if end == stop:
+                    if self.speculative:
+                        raise SpanMismatch(self.path) from None
                     self._decode(_decode_fields)
                     raise TraceFormatError(self.path, "not a Chrome trace event list") from None
             reach = max(2 * reach, end - start + 1)
@@ -126,10 +136,21 @@ class EventText:
             raise TraceFormatError(self.path, f"not valid JSON: {exc}") from exc
 
 
-def locate_events(path: Path, data: bytes) -> EventText:
-    """The event array of an object-form or bare-array-form trace, validated by a first decode."""
+class SpanMismatch(Exception):
+    """A speculatively located event array did not decode: locate it exactly and read again."""
+
+
+def locate_events(path: Path, data: bytes, *, exact: bool = False) -> EventText:
+    """The event array of an object-form or bare-array-form trace.
+
+    Unless `exact`, the array is first looked for without parsing the file (`_locate_by_key`);
+    otherwise, or when that fails, a first decode of the whole document finds and validates it.
+    """
     if data.lstrip(WHITESPACE)[:1] == b"[":
         return _locate_array(path, data)
+    guessed = None if exact else _locate_by_key(path, data)
+    if guessed is not None:
+        return guessed
     try:
         top = _decode_top.decode(data)
     except msgspec.DecodeError as exc:
@@ -142,6 +163,31 @@ def locate_events(path: Path, data: bytes) -> EventText:
     events = top.pop("traceEvents")
     fields = {key: decode_any.decode(value) for key, value in top.items()}
     return EventText(path, events, fields)
+
+
+def _locate_by_key(path: Path, data: bytes) -> EventText | None:
+    """The `traceEvents` array found by its key and the last `]`, checked without a full parse.
+
+    The text before the array and after that `]` is decoded with a unique marker put in the
+    array's place; the guess stands only when the marker is the document's top-level
+    `traceEvents`. The array itself is then checked by decoding it (a failure raises
+    `SpanMismatch`, and the reader starts again from an exact parse), so a wrong guess costs
+    time, never a wrong trace. Saves a whole-file scan: Kineto puts only small fields after it.
+    """
+    key = _TRACE_EVENTS_KEY.search(data)
+    stop = data.rfind(b"]")
+    if key is None or stop < key.end():
+        return None
+    start = key.end() - 1
+    marker = b'"irprof-events-' + uuid.uuid4().hex.encode() + b'"'
+    try:
+        top = _decode_top.decode(data[:start] + marker + data[stop + 1 :])
+    except msgspec.DecodeError:
+        return None
+    if not isinstance(top, dict) or bytes(top.pop("traceEvents", b"")) != marker:
+        return None
+    fields = {key: decode_any.decode(value) for key, value in top.items()}
+    return EventText(path, memoryview(data)[start : stop + 1], fields, speculative=True)
 
 
 def _locate_array(path: Path, data: bytes) -> EventText:
