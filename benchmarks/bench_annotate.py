@@ -27,8 +27,8 @@ from iree.compiler import ir
 from irprof.mlir.annotation import PROFILE_ATTR, AttributeBuilder
 from irprof.mlir.context import make_context
 from irprof.mlir.gcpause import gc_paused
-from irprof.mlir.keys import OpIndex, derive_op_keys
 from irprof.mlir.load import load_module, print_module
+from irprof.mlir.op_index import OpIndex, derive_op_keys
 from irprof.opprofile import OpKey, OpProfile, OpProfileEntry, ProfileData
 from irprof.passes.annotate import apply_opprofile
 

@@ -18,8 +18,8 @@ from irprof.correlate.hlo_ir_index import IrOpIndex
 from irprof.correlate.hlo_proto import hlo_pb2
 from irprof.correlate.jax import correlate_program
 from irprof.mlir.context import make_context
-from irprof.mlir.keys import derive_op_infos
 from irprof.mlir.load import parse_module
+from irprof.mlir.op_index import derive_op_infos
 from irprof.opprofile import OpProfileEntry
 from irprof.trace.builder import TraceBuilder
 from irprof.trace.model import EventKind, Trace

@@ -15,8 +15,8 @@ from irprof.correlate.hlo import decode_hlo_proto, parse_hlo_text
 from irprof.correlate.jax import CORRELATOR, correlate_program, load_program
 from irprof.mlir.annotation import get_profile
 from irprof.mlir.context import make_context
-from irprof.mlir.keys import OpIndex, derive_op_keys
 from irprof.mlir.load import load_module
+from irprof.mlir.op_index import OpIndex, derive_op_keys
 from irprof.readers import read_trace
 
 FIXTURES = Path(__file__).parent / "fixtures" / "jax"

@@ -23,8 +23,8 @@ from irprof.errors import BundleError, CorrelationError
 from irprof.mlir.annotation import get_profile, get_summary
 from irprof.mlir.context import make_context
 from irprof.mlir.coverage_ops import coverage_for
-from irprof.mlir.keys import OpIndex, derive_op_keys, walk_ops
 from irprof.mlir.load import load_module
+from irprof.mlir.op_index import OpIndex, derive_op_keys, walk_ops
 from irprof.opprofile import OpKey, OpProfile, OpProfileEntry, ProfileData
 from irprof.registry import Registry
 

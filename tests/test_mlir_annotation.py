@@ -18,8 +18,8 @@ from irprof.mlir.annotation import (
     strip_profiles,
 )
 from irprof.mlir.context import make_context
-from irprof.mlir.keys import walk_ops
 from irprof.mlir.load import load_module, print_module
+from irprof.mlir.op_index import walk_ops
 from irprof.opprofile import ProfileData
 
 FIXTURES = Path(__file__).parent / "fixtures" / "mlir"

@@ -6,10 +6,6 @@ from pathlib import Path
 
 from irprof.mlir.context import make_context
 from irprof.mlir.keys import (
-    OpIndex,
-    OpInfo,
-    derive_op_infos,
-    derive_op_keys,
     fused_members,
     origin_name,
     origins,
@@ -19,6 +15,7 @@ from irprof.mlir.keys import (
 )
 from irprof.mlir.load import load_module
 from irprof.mlir.locations import CallSiteLoc, FileLineColLoc, NameLoc
+from irprof.mlir.op_index import OpIndex, OpInfo, derive_op_infos, derive_op_keys
 from irprof.opprofile import OpKey
 from irprof.passes.pipeline import run_pipeline
 

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from iree.compiler import ir
 
 from irprof.mlir.context import make_context
-from irprof.mlir.keys import OpIndex, derive_op_infos, derive_op_keys, location_keys, walk_ops
+from irprof.mlir.keys import location_keys
 from irprof.mlir.load import load_module
 from irprof.mlir.locations import (
     CallSiteLoc,
@@ -23,6 +23,7 @@ from irprof.mlir.locations import (
     from_ir,
     to_ir,
 )
+from irprof.mlir.op_index import OpIndex, derive_op_infos, derive_op_keys, walk_ops
 from irprof.opprofile import OpKey
 from irprof.passes.pipeline import run_pipeline
 

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from iree.compiler import ir
 
 from irprof.mlir.context import make_context
-from irprof.mlir.keys import location_keys, walk_ops
+from irprof.mlir.keys import location_keys
 from irprof.mlir.load import load_module
 from irprof.mlir.locations import (
     CallSiteLoc,
@@ -24,6 +24,7 @@ from irprof.mlir.locations import (
     render,
     to_ir,
 )
+from irprof.mlir.op_index import walk_ops
 
 FIXTURES = Path(__file__).parent / "fixtures" / "mlir"
 REAL_IR = ("tf.function.mlir", "jax.stablehlo.mlir", "torch.fx.mlir", "iree.flow.mlir")

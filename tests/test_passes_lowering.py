@@ -10,8 +10,8 @@ import pytest
 
 from irprof.mlir.annotation import get_profile
 from irprof.mlir.context import make_context
-from irprof.mlir.keys import OpInfo, derive_op_infos
 from irprof.mlir.load import load_module, write_module
+from irprof.mlir.op_index import OpInfo, derive_op_infos
 from irprof.opprofile import OpKey, OpProfile, OpProfileEntry, ProfileData
 from irprof.passes.pipeline import run_pipeline
 from irprof.passes.reattach import reattach

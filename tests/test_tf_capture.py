@@ -21,8 +21,8 @@ from irprof.correlate.tf import CORRELATOR
 from irprof.errors import CaptureError, UsageError
 from irprof.mlir.annotation import get_profile
 from irprof.mlir.context import make_context
-from irprof.mlir.keys import derive_op_infos
 from irprof.mlir.load import load_module
+from irprof.mlir.op_index import derive_op_infos
 
 pytest.importorskip("tensorflow")
 pytestmark = [pytest.mark.tf, pytest.mark.slow]

@@ -12,8 +12,8 @@ import pytest
 from irprof.errors import CorrelationError, PipelineError
 from irprof.mlir.annotation import get_profile, get_summary
 from irprof.mlir.context import make_context
-from irprof.mlir.keys import derive_op_infos
 from irprof.mlir.load import load_module, print_module
+from irprof.mlir.op_index import derive_op_infos
 from irprof.passes import get_all_passes
 from irprof.passes.pipeline import run_pipeline
 from irprof.passes.tf_pgo import TfPgoPass

@@ -23,8 +23,8 @@ from irprof.correlate.torch_events import load_fx_calls
 from irprof.errors import CaptureError, UsageError
 from irprof.mlir.annotation import get_profile
 from irprof.mlir.context import make_context
-from irprof.mlir.keys import derive_op_infos
 from irprof.mlir.load import load_module
+from irprof.mlir.op_index import derive_op_infos
 
 pytest.importorskip("torch")
 pytestmark = pytest.mark.torch

@@ -17,8 +17,8 @@ from irprof.bundle import Manifest, RunBundle
 from irprof.coverage import Coverage, UnmatchedEvent, UnmatchedOp, save_coverages
 from irprof.mlir.annotation import ModuleSummary, attach_profile, attach_summary
 from irprof.mlir.context import make_context
-from irprof.mlir.keys import derive_op_infos
 from irprof.mlir.load import parse_module, write_module
+from irprof.mlir.op_index import derive_op_infos
 from irprof.opprofile import ProfileData
 
 FIXTURES = Path(__file__).parent / "fixtures"

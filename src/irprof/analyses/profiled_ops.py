@@ -16,9 +16,10 @@ from iree.compiler import ir
 from irprof.coverage import is_trivial_op
 from irprof.mlir.annotation import get_profile, get_summary
 from irprof.mlir.context import make_context
-from irprof.mlir.keys import derive_op_infos, split_function_suffix
+from irprof.mlir.keys import split_function_suffix
 from irprof.mlir.load import load_module
 from irprof.mlir.locations import render
+from irprof.mlir.op_index import derive_op_infos
 from irprof.opprofile import ProfileData
 
 # Ops that only hold other ops: their time is the sum of their children, never a row of its own.

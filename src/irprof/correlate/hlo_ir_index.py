@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from iree.compiler import ir
 
-from irprof.mlir.keys import OpInfo
+from irprof.mlir.op_index import OpInfo
 
 # HLO opcode -> StableHLO/CHLO op mnemonics it implements, where the names differ.
 OPCODE_ALIASES: dict[str, frozenset[str]] = {

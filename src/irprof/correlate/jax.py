@@ -37,8 +37,8 @@ from irprof.coverage import UnmatchedEvent, is_trivial_op
 from irprof.errors import BundleError, CorrelationError, TraceFormatError
 from irprof.mlir.context import make_context
 from irprof.mlir.coverage_ops import coverage_for
-from irprof.mlir.keys import derive_op_infos
 from irprof.mlir.load import load_module
+from irprof.mlir.op_index import derive_op_infos
 from irprof.opprofile import OpKey, OpProfile, OpProfileEntry, ProfileData
 from irprof.readers import read_trace
 from irprof.trace.model import Trace

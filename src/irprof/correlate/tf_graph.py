@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from iree.compiler import ir
 
 from irprof.errors import CorrelationError
-from irprof.mlir.keys import OpInfo, derive_op_infos, split_function_suffix
+from irprof.mlir.keys import split_function_suffix
+from irprof.mlir.op_index import OpInfo, derive_op_infos
 
 CALL_OPS = frozenset({"tf.StatefulPartitionedCall", "tf.PartitionedCall", "tf.LegacyCall"})
 KERNEL_PREFIXES = ("_MklNative", "_Mkl", "_")  # longest first

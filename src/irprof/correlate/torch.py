@@ -30,9 +30,9 @@ from irprof.errors import BundleError, CorrelationError
 from irprof.mlir.annotation import has_profile
 from irprof.mlir.context import make_context
 from irprof.mlir.coverage_ops import coverage_for
-from irprof.mlir.keys import OpInfo, derive_op_infos
 from irprof.mlir.load import load_module
 from irprof.mlir.locations import render
+from irprof.mlir.op_index import OpInfo, derive_op_infos
 from irprof.opprofile import OpProfile, OpProfileEntry, ProfileData
 from irprof.passes.reattach import reattach
 from irprof.readers import read_trace

@@ -25,7 +25,7 @@ from typing import Any, Literal
 from iree.compiler import ir
 
 from irprof.coverage import Coverage
-from irprof.mlir.keys import root_operation
+from irprof.mlir.op_index import root_operation
 from irprof.opprofile import ProfileData
 
 PROFILE_ATTR = "irprof.profile"

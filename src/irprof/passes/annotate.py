@@ -10,7 +10,7 @@ from iree.compiler import ir
 
 from irprof.mlir.annotation import AttributeBuilder, Layout, attach_summary, attribute_name
 from irprof.mlir.gcpause import gc_paused
-from irprof.mlir.keys import OpIndex, derive_op_keys
+from irprof.mlir.op_index import OpIndex, derive_op_keys
 from irprof.opprofile import OpKey, OpProfile, OpProfileEntry
 
 

@@ -15,7 +15,8 @@ from typing import ClassVar
 
 from iree.compiler import ir
 
-from irprof.mlir.keys import ORIGIN_PREFIX, walk_ops
+from irprof.mlir.keys import ORIGIN_PREFIX
+from irprof.mlir.op_index import walk_ops
 
 
 def _is_anonymous(location: ir.Location) -> bool:

@@ -23,8 +23,8 @@ from iree.compiler import ir
 from irprof.coverage import is_trivial_op
 from irprof.errors import PipelineError
 from irprof.mlir.annotation import AttributeBuilder, Layout, attach_profile, attach_summary
-from irprof.mlir.keys import derive_op_infos
 from irprof.mlir.locations import render
+from irprof.mlir.op_index import derive_op_infos
 from irprof.opprofile import OpProfile, OpProfileEntry, ProfileData
 
 

@@ -12,7 +12,8 @@ from typing import ClassVar
 
 from iree.compiler import ir
 
-from irprof.mlir.keys import ORIGIN_PREFIX, origin_name, parse_origin, walk_ops
+from irprof.mlir.keys import ORIGIN_PREFIX, origin_name, parse_origin
+from irprof.mlir.op_index import walk_ops
 
 
 @dataclass(frozen=True)
