@@ -1,9 +1,11 @@
 """Chrome Trace Event JSON reader: PyTorch/Kineto, xprof trace_viewer, JAX perfetto_trace.json.gz.
 
-Speed and memory are the point here: two narrow typed `msgspec` passes (see `chrome_decode`) turn
-the events into small structs with `args` kept as raw JSON views, every column is built with a
-C-level map or a numpy call rather than Python code per event, and the raw `args` are concatenated
-as they are into the Trace's argument blob.
+Speed and memory are the point here. The event array is located without parsing the whole file
+and decoded by `msgspec` into small typed structs one chunk of ~256 KB at a time (see
+`chrome_decode`): every field of a chunk's events, `args` as raw JSON, becomes a column with a
+C-level map or a numpy call (no Python code per event), and the structs die with their chunk, so
+they are walked while still in cache and never all alive at once. The raw `args` are copied once
+into a file-order buffer and gathered into the Trace's time-ordered blob run by run.
 
 Time: `ts`/`dur` are microseconds (the spec; `displayTimeUnit` only changes how viewers display
 them, so it is recorded in metadata, not applied). They are converted to integer ns by splitting
@@ -43,10 +45,12 @@ from irprof.readers.chrome_columns import (
     args_blob,
     classify,
     compact_table,
+    dense_unique,
     intern,
     metadata_names,
     numeric_id,
     numeric_order,
+    time_order,
     tracks_table,
 )
 from irprof.readers.chrome_decode import (
@@ -291,7 +295,7 @@ def _read_events(path: Path, text: EventText) -> Trace:
     row_source = np.concatenate([direct_rows, paired.begin_rows])
     row_ts = shape.ts_ns[row_source]
     row_dur = np.concatenate([shape.dur_ns[direct_rows], paired.dur_ns])
-    order = np.lexsort((-row_dur, row_ts))
+    order = time_order(row_ts, row_dur)
     row_source, row_ts, row_dur = row_source[order], row_ts[order], row_dur[order]
 
     names = shape.names
@@ -324,7 +328,7 @@ def _read_events(path: Path, text: EventText) -> Trace:
             warnings.append(f"{unbound} flow event(s) found no slice to bind to")
 
     # Only tracks that hold events: metadata events name threads that may never record one.
-    track_keys, track_rows = np.unique(shape.track[row_source], return_inverse=True)
+    track_keys, track_rows = dense_unique(shape.track[row_source])
     return Trace(
         ts_ns=row_ts,
         dur_ns=row_dur,

@@ -1,0 +1,31 @@
+"""Chrome reader's column helpers agree with the numpy calls they replace."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
+
+from irprof.readers.chrome_columns import dense_unique, time_order
+
+small_ints = st.lists(st.integers(min_value=0, max_value=6), max_size=60)
+
+
+@given(small_ints, st.data())
+def test_time_order_is_lexsort_by_start_then_longest_first(
+    starts: list[int], data: st.DataObject
+) -> None:
+    # Few distinct values: many tied starts and tied durations, where the order is subtle.
+    durations = data.draw(st.lists(st.integers(0, 3), min_size=len(starts), max_size=len(starts)))
+    ts, dur = np.array(starts, dtype=np.int64), np.array(durations, dtype=np.int64)
+    assert time_order(ts, dur).tolist() == np.lexsort((-dur, ts)).tolist()
+
+
+@given(st.lists(st.integers(min_value=0, max_value=2**40), max_size=40), small_ints)
+def test_dense_unique_is_numpy_unique(wide: list[int], narrow: list[int]) -> None:
+    for values in (wide, narrow):
+        keys = np.array(values, dtype=np.int64)
+        unique, inverse = dense_unique(keys)
+        expected_unique, expected_inverse = np.unique(keys, return_inverse=True)
+        assert unique.tolist() == expected_unique.tolist()
+        assert inverse.tolist() == expected_inverse.reshape(-1).tolist()
