@@ -72,6 +72,20 @@ def test_ir_is_portable_and_names_the_script(infer_bundle: RunBundle) -> None:
     assert not Path(infer_bundle.manifest().model).is_absolute()
 
 
+def test_locations_hold_no_frame_of_irprof_or_the_launch(infer_bundle: RunBundle) -> None:
+    context = make_context()
+    for level in infer_bundle.manifest().ir_levels:
+        text = infer_bundle.ir_path(level).read_text()
+        assert "irprof/capture" not in text and "runpy" not in text, level
+        infos = derive_op_infos(load_module(infer_bundle.ir_path(level), context))
+        # Ops of the model's layers (scoped names; TF's own NoOp/Identity outputs are not).
+        chains = [i.keys.chain for i in infos if "/" in (i.key.name or "") and i.keys.chain]
+        if level != "post-grappler":  # convert_graph_def keeps node names, no Python frames
+            # The model's own line and the real TF/Keras frames stay in every layer op's chain.
+            assert chains and all(any(f.startswith("tf_cnn.py:") for f in c) for c in chains)
+            assert all(any(f.startswith("<sys.path>/keras/") for f in c) for c in chains)
+
+
 def test_every_level_parses_and_covers_the_profile(infer_bundle: RunBundle) -> None:
     for level in infer_bundle.manifest().ir_levels:
         load_module(infer_bundle.ir_path(level), make_context())

@@ -2,8 +2,9 @@
 
 This is the parent-process side: it never imports TensorFlow. It validates the request, runs
 `python -m irprof.capture.tf_runner` in a child (the same interpreter), makes the IR's source
-paths portable, copies the profiler's files untouched under `RUN/trace/`, writes the manifest and
-only then moves the finished bundle into place, so a failed capture leaves no partial bundle.
+paths portable and leaves the child's own frames out of its call-site chains, copies the
+profiler's files untouched under `RUN/trace/`, writes the manifest and only then moves the
+finished bundle into place, so a failed capture leaves no partial bundle.
 
 Script convention: the script defines `irprof_model(mode="infer")` (name set by `entry`)
 returning `(callable, example_inputs)`; the callable is a `tf.function` or a Keras model,
@@ -23,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from irprof.bundle import Manifest, RunBundle
-from irprof.capture.tf_paths import make_paths_portable, portable_path_mapper
+from irprof.capture.tf_paths import make_paths_portable, own_frame_filter, portable_path_mapper
 from irprof.errors import CaptureError, UsageError
 from irprof.fileio import write_text_atomic
 from irprof.mlir.context import make_context
@@ -155,11 +156,13 @@ def _write_bundle(
 ) -> None:
     """Portable IR, untouched trace files and the manifest, in `bundle.root`."""
     mapped = portable_path_mapper(str(script.parent), result["sys_path"])
+    # irprof's child put its own frames (and `python -m`'s) under every traced op: not the model's.
+    own_frames = own_frame_filter([result["own_code_dir"], str(Path(__file__).resolve().parent)])
     context = make_context()
     levels = tuple(level for level in TF_LEVELS if level in result["ir_files"])
     for level in levels:
         module = load_module(work / result["ir_files"][level], context)
-        make_paths_portable(module, mapped)
+        make_paths_portable(module, mapped, own_frames)
         write_text_atomic(bundle.ir_path(level), print_module(module, debug_info=True))
     shutil.copytree(work / result["logdir"], bundle.trace_dir)
     shutil.copyfile(work / "runtime_graph.json", bundle.root / RUNTIME_GRAPH_FILE)

@@ -9,7 +9,8 @@ counts, tracer levels and a work directory; the runner writes into that director
   (TensorFlow's own dump, else offline grappler), the evidence for which IR ops the runtime
   folded, pruned or fused;
 - `logdir/`: the profiler's own output, untouched;
-- `result.json`: versions, device, recorded tracer options, step count, sys.path roots.
+- `result.json`: versions, device, recorded tracer options, step count, sys.path roots and this
+  package's folder (its frames are dropped from the IR's call-site chains).
 
 Why a profiler server: in TF 2.21 `tf.profiler.experimental.start(logdir, options=...)` ignores its
 options (logs `host_tracer_level expects an i value` and records host=2, python=0). The profiler
@@ -317,6 +318,8 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         "onednn": onednn_enabled(),
         # irprof's own root too: an editable install is not always on sys.path.
         "sys_path": [p for p in sys.path if p] + [str(Path(__file__).resolve().parents[2])],
+        # As this process's frames spell it: the parent leaves these frames out of locations.
+        "own_code_dir": os.path.dirname(os.path.abspath(__file__)),
     }
 
 
