@@ -87,6 +87,7 @@ def test_report_loads_clicks_and_searches(browser: Any, tf_bundle: RunBundle) ->
     details = page.inner_text("#op-details")
     assert hottest in details
     assert "irprof.profile" in page.inner_text("#op-details pre")  # the op's annotated IR
+    check_compact_location(page, "#op-details", "report_hotspots_location.png")
     shoot(page, "report_hotspots.png")
 
     page.fill("#hotspot-filter", "MatMul")
@@ -101,6 +102,11 @@ def test_report_loads_clicks_and_searches(browser: Any, tf_bundle: RunBundle) ->
     assert "match" in page.inner_text("#graph-status")
     page.locator("#graph-view g.node.match").first.click()
     assert "conv" in page.inner_text("#node-details").lower()
+    check_compact_location(page, "#node-details", "report_graph_location.png")
+    # The side panel scrolls on its own: it never grows past the graph, which keeps its size.
+    view = page.locator("#graph-view").bounding_box()
+    panel = page.locator("#node-details").bounding_box()
+    assert view["height"] >= 0.6 * 900 and panel["height"] <= view["height"] + 1
     shoot(page, "report_graph.png")
 
     page.click("nav button[data-tab=dag]")
@@ -108,6 +114,28 @@ def test_report_loads_clicks_and_searches(browser: Any, tf_bundle: RunBundle) ->
     page.click("nav button[data-tab=gaps]")
     assert "Unattributed events" in page.inner_text("main")
     assert problems == []
+
+
+def check_compact_location(page: Any, panel: str, shot: str) -> None:
+    """The op panel shows the runtime name and user frames; the full chain opens on a click."""
+    compact = page.locator(f"{panel} .loc-compact")
+    user_frames = compact.locator(".loc-frame").all_inner_texts()
+    assert user_frames and all(f.startswith("tf_cnn.py:") for f in user_frames)
+    assert compact.locator(".loc-name").inner_text() in page.inner_text(f"{panel} h3")
+    toggle = page.locator(f"{panel} details.full-loc")
+    frames = toggle.locator("ol.frames li")
+    assert not frames.first.is_visible()  # collapsed by default
+    count = frames.count()
+    assert toggle.locator("summary").inner_text() == f"full location ({count} frames)"
+    toggle.locator("summary").click()
+    assert frames.first.is_visible()
+    chain = frames.all_inner_texts()
+    assert any(f.startswith("<sys.path>/keras/") for f in chain)  # library frames kept
+    assert set(user_frames) <= set(chain)
+    assert not any("runpy" in f or "irprof/capture" in f for f in chain)
+    shoot(page, shot)
+    toggle.locator("summary").click()  # closed again: the tab's own screenshot shows the default
+    assert not frames.first.is_visible()
 
 
 def test_hostile_names_render_as_text(browser: Any, hostile_bundle: RunBundle) -> None:

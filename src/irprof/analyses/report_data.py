@@ -25,6 +25,30 @@ from irprof.readers import read_trace
 
 IR_TEXT_LIMIT = 4000  # characters of one op's IR shown in the report
 IR_TEXT_OPS = 3000  # ops whose IR text is embedded (annotated first, then unannotated)
+# Frameworks whose call-site chains list the OUTERMOST frame first: TF's `convert_function`
+# hangs the node name on the first Python frame of the stack and nests inward (FRAMEWORKS.md).
+OUTERMOST_FIRST_FRAMEWORKS = frozenset({"tf"})
+# Installed code, as opposed to the user's own files (the rule of `ProfiledOp.user_source`).
+LIBRARY_PARTS = ("site-packages/", "dist-packages/", "/lib/python3")
+
+
+@dataclass(frozen=True)
+class CompactLocation:
+    """An op's call-site frames, innermost first, and those that are the user's own code."""
+
+    frames: tuple[str, ...]  # `file:line:col`, innermost first
+    user_frames: tuple[str, ...]  # the subset outside `<sys.path>/`, `<frozen ...>`, packages
+
+
+def is_user_frame(frame: str) -> bool:
+    """Whether a `file:line:col` frame is in the user's files, not an import root or package."""
+    return not frame.startswith("<") and not any(part in frame for part in LIBRARY_PARTS)
+
+
+def compact_location(chain: tuple[str, ...], framework: str) -> CompactLocation:
+    """`ProfiledOp.chain` put innermost first for `framework`, with its user frames."""
+    frames = chain[::-1] if framework in OUTERMOST_FIRST_FRAMEWORKS else chain
+    return CompactLocation(frames, tuple(f for f in frames if is_user_frame(f)))
 
 
 @dataclass(frozen=True)

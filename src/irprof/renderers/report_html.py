@@ -9,7 +9,7 @@ import numpy as np
 
 from irprof.analyses.hotspots import HotspotTable
 from irprof.analyses.profiled_ops import ProfiledOp
-from irprof.analyses.report_data import LevelReport, ReportData
+from irprof.analyses.report_data import LevelReport, ReportData, compact_location
 from irprof.coverage import Coverage
 from irprof.dag import EventDag
 from irprof.renderers.dag_svg import DagSvgRenderer
@@ -46,7 +46,8 @@ def _table(table: HotspotTable, limit: int = HOTSPOT_ROWS) -> dict[str, Any]:
     }
 
 
-def _op(op: ProfiledOp, ir_text: str | None) -> dict[str, Any]:
+def _op(op: ProfiledOp, ir_text: str | None, framework: str) -> dict[str, Any]:
+    compact = compact_location(op.chain, framework)
     return {
         "index": op.index,
         "op_name": op.op_name,
@@ -55,6 +56,9 @@ def _op(op: ProfiledOp, ir_text: str | None) -> dict[str, Any]:
         "scope": op.scope,
         "source": op.user_source,
         "location": op.location,
+        # The panel shows the user frames; the whole chain (innermost first) is behind a toggle.
+        "frames": list(compact.frames),
+        "user_frames": list(compact.user_frames),
         "profile": op.profile.to_json() if op.profile else None,
         "ir": ir_text,
     }
@@ -64,7 +68,7 @@ def _coverage(coverage: Coverage | None) -> dict[str, Any] | None:
     return None if coverage is None else coverage.to_json()
 
 
-def _level(report: LevelReport) -> dict[str, Any]:
+def _level(report: LevelReport, framework: str) -> dict[str, Any]:
     profiled = report.annotated.profiled
     shown = {row["op_index"] for row in _table(report.by_op)["rows"]}
     shown |= set(report.ir_texts)
@@ -79,7 +83,7 @@ def _level(report: LevelReport) -> dict[str, Any]:
         "by_type": _table(report.by_type),
         "by_scope": _table(report.by_scope),
         "ops": {
-            str(op.index): _op(op, report.ir_texts.get(op.index))
+            str(op.index): _op(op, report.ir_texts.get(op.index), framework)
             for op in profiled.ops
             if op.index in shown
         },
@@ -136,7 +140,7 @@ def report_payload(data: ReportData) -> dict[str, Any]:
     return {
         "bundle": data.bundle,
         "manifest": manifest.to_json(),
-        "levels": [_level(level) for level in data.levels],
+        "levels": [_level(level, manifest.framework) for level in data.levels],
         "dag": data.dag,
         "event_dag": (
             _event_dag(data.event_dag, data.dag_note) if data.event_dag is not None else None

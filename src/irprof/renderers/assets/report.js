@@ -60,10 +60,33 @@
 
   // ---------- pieces ----------
   function card(k, v) { return el("div", { cls: "card" }, [el("div", { cls: "k", text: k }), el("div", { cls: "v", text: v })]); }
+  // pairs: [label, text or Node]; a Node value (built with el) is inserted as it is, and a
+  // null label makes the value a row of its own across both columns.
   function kv(pairs) {
     var box = el("div", { cls: "kv" });
-    pairs.forEach(function (p) { box.appendChild(el("div", { text: p[0] })); box.appendChild(el("div", { cls: "mono", text: p[1] })); });
+    pairs.forEach(function (p) {
+      if (p[0] === null) { box.appendChild(el("div", { cls: "wide" }, [p[1]])); return; }
+      box.appendChild(el("div", { cls: "k", text: p[0] }));
+      box.appendChild(p[1] instanceof Node ? el("div", { cls: "mono" }, [p[1]]) : el("div", { cls: "mono", text: p[1] }));
+    });
     return box;
+  }
+  // The op's location, compact: its runtime name and the user's own frames (innermost first).
+  function compactLocation(op) {
+    var frames = op.frames || [], user = op.user_frames || [];
+    var box = el("div", { cls: "loc-compact" }, [el("div", { cls: "loc-name", text: op.name || "(no runtime name)" })]);
+    if (user.length) user.forEach(function (f) { box.appendChild(el("div", { cls: "loc-frame", text: f })); });
+    else if (frames.length) box.appendChild(el("div", { cls: "loc-frame muted", text: frames[0] + " (library)" }));
+    return box;
+  }
+  // The whole call-site chain, library frames included (user frames in bold), behind a toggle.
+  function fullLocation(op) {
+    var frames = op.frames || [], user = op.user_frames || [];
+    var full = frames.length
+      ? el("ol", { cls: "frames" }, frames.map(function (f) { return el("li", { cls: user.indexOf(f) >= 0 ? "user" : "", text: f }); }))
+      : el("div", { cls: "frames", text: op.location });
+    return el("details", { cls: "full-loc" }, [
+      el("summary", { text: "full location (" + frames.length + " frame" + (frames.length === 1 ? "" : "s") + ")" }), full]);
   }
 
   // A sortable, filterable table. columns: {key, title, num, fmt(row), sortKey(row)}.
@@ -119,7 +142,7 @@
     var op = level().ops[String(opIndex)];
     if (!op) { box.appendChild(el("p", { cls: "muted", text: "no IR text kept for this op" })); return; }
     box.appendChild(el("h3", { text: (op.name || op.op_name) }));
-    var pairs = [["op", op.op_name], ["function", "@" + op.function], ["scope", op.scope || "-"], ["source", op.source || "-"], ["location", op.location]];
+    var pairs = [["op", op.op_name], ["function", "@" + op.function], ["scope", op.scope || "-"], ["location", compactLocation(op)], [null, fullLocation(op)]];
     if (op.profile) {
       var p = op.profile;
       pairs = pairs.concat([["total", fmtNs(p.total_ns)], ["share", fmtShare(p.fraction)], ["count", String(p.count)], ["mean / min / max", fmtNs(p.mean_ns) + " / " + fmtNs(p.min_ns) + " / " + fmtNs(p.max_ns)], ["kernels", p.kernels.join("\n") || "-"], ["fused with", p.fused_with.join("\n") || "-"], ["source of data", p.source || "-"]]);
