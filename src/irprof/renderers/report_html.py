@@ -55,8 +55,9 @@ def _op(op: ProfiledOp, ir_text: str | None, framework: str) -> dict[str, Any]:
         "name": op.runtime_name,
         "scope": op.scope,
         "source": op.user_source,
-        "location": op.location,
-        # The panel shows the user frames; the whole chain (innermost first) is behind a toggle.
+        # The panel shows the user frames and, behind a toggle, the whole chain (innermost
+        # first); the rendered location only when there is no chain (it would repeat it).
+        "location": "" if compact.frames else op.location,
         "frames": list(compact.frames),
         "user_frames": list(compact.user_frames),
         "profile": op.profile.to_json() if op.profile else None,
