@@ -142,11 +142,8 @@ class _FieldColumns:
 
     def __init__(self) -> None:
         self.rows = 0
-        self.phase, self.ts_us, self.dur_us = (
-            _Column(np.int8),
-            _Column(np.float64),
-            _Column(np.float64),
-        )
+        self.phase = _Column(np.int8)
+        self.ts_us, self.dur_us = _Column(np.float64), _Column(np.float64)
         self.pid, self.tid, self.cat, self.name = Interner(), Interner(), Interner(), Interner()
         self.pid_ids, self.tid_ids = _Column(np.int64), _Column(np.int64)
         self.cat_ids, self.name_ids = _Column(np.int64), _Column(np.int64)
