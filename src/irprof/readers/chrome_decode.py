@@ -7,9 +7,9 @@ skipped without building anything, `args` kept as `msgspec.Raw`) and turned into
 the next: one scan of the text, structs walked while in cache, never all alive at once. A chunk
 that decodes proves its boundaries (see `EventText._decode_chunk`). For the object form, the
 array is found by its `traceEvents` key instead of a whole-file parse (`_locate_by_key`), checked
-as described there. Measured on a 2M-event Kineto trace against the former four whole-file passes:
-CPU time 7.2 s -> 4.2 s (best of three on the shared machine), peak RSS 1.24 -> 1.27 GB (0.46 GB
-of it is the file).
+as described there. On the benchmark's 2M-event Kineto trace (whole `read_trace`, best runs on
+the shared 2-core machine): 7.2 s with the former four whole-file passes, 3.8-4.5 s this way;
+peak RSS 1.24 -> 1.27 GB, 0.46 GB of it the file itself.
 """
 
 from __future__ import annotations
