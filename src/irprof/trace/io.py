@@ -11,16 +11,17 @@ from __future__ import annotations
 import base64
 import itertools
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 import numpy as np
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 from irprof.errors import TraceFormatError
 from irprof.fileio import atomic_write, read_bytes_maybe_gzip, write_bytes_atomic
 from irprof.trace.model import EventKind, Flows, HloProgram, Trace, Tracks
+
+if TYPE_CHECKING:  # pyarrow loads in ~0.2 s: only the Parquet functions import it
+    import pyarrow as pa
 
 EVENTS_FORMAT = "irprof.events"
 EVENTS_VERSION = 1
@@ -196,6 +197,8 @@ def load_events_json(path: str | Path) -> Trace:
 
 def trace_to_arrow(trace: Trace) -> pa.Table:
     """The events as an Arrow table (name and kind dictionary-encoded, args as JSON strings)."""
+    import pyarrow as pa
+
     offsets = trace.args_offsets
     has_args = offsets[1:] > offsets[:-1]
     validity = pa.array(has_args).buffers()[1] if not has_args.all() else None
@@ -226,6 +229,8 @@ def trace_to_arrow(trace: Trace) -> pa.Table:
 
 def save_parquet(trace: Trace, path: str | Path) -> None:
     """Write `trace` as Parquet (header in the schema metadata), atomically."""
+    import pyarrow.parquet as pq
+
     table = trace_to_arrow(trace)
     with atomic_write(path) as handle:
         pq.write_table(table, handle, compression="zstd")
@@ -244,6 +249,9 @@ def _dictionary_codes(column: pa.ChunkedArray, table_values: list[str]) -> Any:
 
 def load_parquet(path: str | Path) -> Trace:
     """Read a Parquet file written by `save_parquet` back into a Trace."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     source = Path(path)
     try:
         table = pq.read_table(source)
