@@ -80,6 +80,7 @@ def demo(
 
     console.rule(f"[bold]1/4 capture[/] {adapter.example} under the {framework} profiler")
     bundle = adapter.capture(script, output)
+    shown = RunBundle(output)  # paths as the user wrote them, for the messages
     manifest = bundle.manifest()
     console.print(f"IR levels: {', '.join(manifest.ir_levels)}; trace: {manifest.trace_files[0]}")
 
@@ -89,7 +90,7 @@ def demo(
     for level in levels:
         outcome = annotate_bundle(bundle, level)
         console.print(coverage_line(outcome.coverage), markup=False)
-    console.print(f"full coverage reports: irprof annotate {bundle.root} --level LEVEL")
+    console.print(f"full coverage reports: irprof annotate {shown.root} --level LEVEL")
 
     console.rule("[bold]3/4 event DAG and report[/]")
     trace = read_trace(bundle.trace_paths()[0])
@@ -109,23 +110,23 @@ def demo(
 
     console.rule("[bold]outputs[/]")
     outputs = [
-        ("run bundle", bundle.root),
-        *((f"annotated {level} IR", bundle.annotated_path(level)) for level in levels),
-        ("per-op profile", bundle.opprofile_path),
-        ("coverage", bundle.coverage_path),
-        ("event DAG (JSON)", bundle.dag_path),
-        ("event DAG (SVG)", dag_svg),
-        ("HTML report", bundle.report_path),
+        ("run bundle", shown.root),
+        *((f"annotated {level} IR", shown.annotated_path(level)) for level in levels),
+        ("per-op profile", shown.opprofile_path),
+        ("coverage", shown.coverage_path),
+        ("event DAG (JSON)", shown.dag_path),
+        ("event DAG (SVG)", shown.root / "dag.svg"),
+        ("HTML report", shown.report_path),
     ]
     width = max(len(label) for label, _ in outputs)
     for label, path in outputs:
         console.print(f"{label:>{width}}: {path}", markup=False)
     console.print("next:")
     for command in (
-        f"irprof top {bundle.root} --by scope",
-        f"irprof graph {bundle.annotated_path(levels[0])} -o graph.svg",
-        f"irprof export {bundle.root} --to perfetto -o trace.json  (open in ui.perfetto.dev)",
-        f"irprof opt {bundle.annotated_path(levels[0])} "
+        f"irprof top {shown.root} --by scope",
+        f"irprof graph {shown.annotated_path(levels[0])} -o graph.svg",
+        f"irprof export {shown.root} --to perfetto -o trace.json  (open in ui.perfetto.dev)",
+        f"irprof opt {shown.annotated_path(levels[0])} "
         "--pass-pipeline='builtin.module(irprof-strip, canonicalize)'",
     ):
         console.print(f"  {command}", markup=False, soft_wrap=True)
