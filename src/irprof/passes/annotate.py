@@ -11,7 +11,7 @@ from iree.compiler import ir
 from irprof.mlir.annotation import AttributeBuilder, Layout, attach_summary, attribute_name
 from irprof.mlir.gcpause import gc_paused
 from irprof.mlir.op_index import OpIndex, derive_op_keys
-from irprof.opprofile import OpKey, OpProfile, OpProfileEntry
+from irprof.opprofile import OpProfile, OpProfileEntry
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ def _apply(
     unmatched: list[OpProfileEntry] = []
     for entry in opprofile.entries:
         # An entry without any key field would vacuously match every op: a correlator bug.
-        positions = [] if _is_empty(entry.key) else index.match_positions(entry.key)
+        positions = [] if entry.key.is_empty else index.match_positions(entry.key)
         if positions:
             matched.append((entry, positions))
         else:
@@ -75,10 +75,6 @@ def _apply(
         },
     )
     return ApplyResult(frozenset(annotated), tuple(unmatched), index)
-
-
-def _is_empty(key: OpKey) -> bool:
-    return key.name is None and key.source is None and key.origin is None and key.ordinal is None
 
 
 @dataclass(frozen=True)
