@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from irprof.analyses.hotspots import hotspots
@@ -104,3 +106,19 @@ def test_inclusive_calls_are_not_counted_twice() -> None:
 def test_unknown_grouping_is_a_usage_error() -> None:
     with pytest.raises(UsageError, match="op, type, scope"):
         hotspots(OPS, by="layer")  # type: ignore[arg-type]
+
+
+def test_ops_reached_through_a_call_are_keyed_and_placed_by_it() -> None:
+    called = replace(
+        op(6, "stablehlo.maximum", "max", 2_000),
+        function="relu",
+        call_name="jit(f)/jit(relu)",
+        call_sites=1,
+        call_chain=("model.py:40:5",),
+    )
+    twice = replace(called, index=7, call_name="jit(relu)", call_sites=2)
+    rows = {row.op_index: row for row in hotspots((*OPS, called, twice)).rows}
+    assert rows[6].key == "jit(f)/jit(relu)/max"
+    assert rows[6].location == "model.py:40:5"  # the call site, not the op's own frame
+    assert rows[7].key == "jit(relu)/max (2 call sites)"
+    assert rows[0].key == "net/conv/Conv2D"  # ops not reached through a call keep their name

@@ -17,7 +17,7 @@ GROUP_BYS: tuple[GroupBy, ...] = ("op", "type", "scope")
 class HotspotRow:
     """One line of a hotspot table: an op, or a group of ops sharing a kind or a scope."""
 
-    key: str  # runtime name (by op), op kind (by type) or scope (by scope)
+    key: str  # qualified runtime name (by op), op kind (by type) or scope (by scope)
     op_name: str  # op kind, or the kinds of a group joined by ", "
     total_ns: int
     share: float  # of all profiled op time
@@ -41,7 +41,8 @@ class HotspotTable:
 
 
 def _where(op: ProfiledOp) -> str:
-    return op.user_source or op.location
+    # A private-function op is placed at its call site: its own location is a bare primitive.
+    return op.site_source or op.location
 
 
 def _merge(key: str, ops: list[ProfiledOp], *, single: bool) -> HotspotRow:
@@ -68,7 +69,8 @@ def _merge(key: str, ops: list[ProfiledOp], *, single: bool) -> HotspotRow:
 
 def _op_key(op: ProfiledOp) -> str:
     # Runtime names repeat (JAX reuses `jit(f)/add`), so the walk index keeps rows apart.
-    return f"{op.display_name}#{op.index}"
+    # Ops of called functions are named through their call (`jit(mlp)/jit(relu)/max`).
+    return f"{op.qualified_name}#{op.index}"
 
 
 _KEYS: dict[GroupBy, Callable[[ProfiledOp], str]] = {

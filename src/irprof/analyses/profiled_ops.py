@@ -22,10 +22,19 @@ from irprof.mlir.locations import render
 from irprof.mlir.op_index import derive_op_infos
 from irprof.opprofile import ProfileData
 
-# Ops that only hold other ops: their time is the sum of their children, never a row of its own.
+# Path parts of installed code, as opposed to the user's own files.
 _LIBRARY_PARTS = ("site-packages/", "dist-packages/", "/lib/python3")
 
+# Ops that only hold other ops: their time is the sum of their children, never a row of its own.
 CONTAINER_OPS = frozenset({"builtin.module", "func.func", "util.func", "tf_executor.graph"})
+
+
+def _first_user_frame(chain: tuple[str, ...]) -> str:
+    """The first frame in user code: not `<frozen ...>`, `<sys.path>/...` or installed."""
+    for frame in chain:
+        if not frame.startswith("<") and not any(p in frame for p in _LIBRARY_PARTS):
+            return frame
+    return ""
 
 
 @dataclass(frozen=True)
@@ -43,6 +52,11 @@ class ProfiledOp:
     profile: ProfileData | None
     trivial: bool  # constants, identities, terminators: excluded from coverage by design
     callee: str = ""  # symbol a call op calls ("" for other ops)
+    # Set when the op lives in a function reached through `func.call` and its own name is a bare
+    # primitive (JAX private functions: `loc("max")`): the user's name for it is the caller's.
+    call_name: str = ""  # the call's name (common suffix of the names when several calls)
+    call_sites: int = 0  # calls reaching the op's function (0: not reached or already named)
+    call_chain: tuple[str, ...] = ()  # frames of the first call site, innermost first
 
     @property
     def inclusive(self) -> bool:
@@ -67,15 +81,13 @@ class ProfiledOp:
         installed package), else the innermost source: the line a user recognises. TF chains
         list the outermost frame first, JAX and torch the innermost, so scanning for user code
         serves both."""
-        for frame in self.chain:
-            if not frame.startswith("<") and not any(p in frame for p in _LIBRARY_PARTS):
-                return frame
-        return self.source
+        return _first_user_frame(self.chain) or self.source
 
-    def frame_in(self, script: str) -> str:
-        """The first call-site frame inside `script` (matched by file name), else ""."""
+    def frame_in(self, script: str, *, at_call_site: bool = False) -> str:
+        """The first frame inside `script` (matched by file name), else "": of the op's own
+        chain, or of `site_chain` when `at_call_site`."""
         name = Path(script).name
-        for frame in self.chain:
+        for frame in self.site_chain if at_call_site else self.chain:
             file = frame.rsplit(":", 2)[0]
             if name and Path(file).name == name:
                 return frame
@@ -85,6 +97,28 @@ class ProfiledOp:
     def display_name(self) -> str:
         """Runtime name when known, else the op name: what a user recognises."""
         return self.runtime_name or self.op_name
+
+    @property
+    def qualified_name(self) -> str:
+        """The display name prefixed by the call that reaches the op (`jit(mlp)/jit(relu)/max`),
+        with the number of call sites when there are several (`jit(relu)/max (2 call sites)`)."""
+        if not self.call_sites:
+            return self.display_name
+        name = f"{self.call_name}/{self.display_name}"
+        return name if self.call_sites == 1 else f"{name} ({self.call_sites} call sites)"
+
+    @property
+    def site_chain(self) -> tuple[str, ...]:
+        """Frames that place the op in the user's code: the first call site's for an op known
+        only by its callee-local primitive, else the op's own."""
+        return self.call_chain or self.chain
+
+    @property
+    def site_source(self) -> str:
+        """`user_source` taken over `site_chain`: the caller's line for private-function ops."""
+        if not self.call_chain:
+            return self.user_source
+        return _first_user_frame(self.call_chain) or self.call_chain[0]
 
 
 @dataclass(frozen=True)
@@ -184,7 +218,7 @@ def profiled_ops_of(module: ir.Module, *, path: str = "<module>") -> ProfiledMod
             )
         )
     return ProfiledModule(
-        path=path, ops=_inherit_call_scopes(records), summary=get_summary(module) or {}
+        path=path, ops=_resolve_call_sites(records), summary=get_summary(module) or {}
     )
 
 
@@ -197,19 +231,86 @@ def _callee(op: ir.Operation) -> str:
     return str(attr).lstrip("@")
 
 
-def _inherit_call_scopes(records: list[ProfiledOp]) -> tuple[ProfiledOp, ...]:
-    """Ops of a private function named only by their primitive (JAX `loc("max")`) take the
-    scope of the call that reaches them: the name the user wrote is the caller's."""
-    caller_name: dict[str, str] = {}
+@dataclass(frozen=True)
+class _CallContext:
+    """How the ops of one called function are known to the user: through their call sites."""
+
+    name: str  # the qualified call name, or the common suffix of several
+    sites: int
+    chain: tuple[str, ...]  # first call site's frames
+    scope: str  # first named call site's qualified name: where callee ops roll up ("" if none)
+
+
+def _is_bare(runtime_name: str) -> bool:
+    """A name with no scope, no TF `@function` suffix and no torch module path: a primitive."""
+    return not any(mark in runtime_name for mark in "/@|")
+
+
+def _common_suffix(names: list[str]) -> str:
+    parts = [name.split("/") for name in names]
+    common: list[str] = []
+    for column in zip(*(reversed(p) for p in parts), strict=False):
+        if len(set(column)) != 1:
+            break
+        common.append(column[0])
+    return "/".join(reversed(common)) or parts[0][-1]
+
+
+class _CallResolver:
+    """Names every call op through its own callers, so nested private functions chain up."""
+
+    def __init__(self, records: list[ProfiledOp]) -> None:
+        self._sites: dict[str, list[ProfiledOp]] = {}
+        for op in records:
+            if op.callee:
+                self._sites.setdefault(op.callee, []).append(op)
+        self._contexts: dict[str, _CallContext | None] = {}
+
+    def context(self, function: str, active: frozenset[str] = frozenset()) -> _CallContext | None:
+        """The call context of `function` (None when no call reaches it, or on recursion)."""
+        if function in self._contexts:
+            return self._contexts[function]
+        calls = self._sites.get(function)
+        if not calls or function in active:
+            return None
+        named = [self._qualified(call, active | {function}) for call in calls]
+        names = [name for name, _ in named]
+        context = _CallContext(
+            name=names[0] if len(names) == 1 else _common_suffix(names),
+            sites=len(calls),
+            chain=named[0][1],
+            scope=next((n for (n, _), c in zip(named, calls, strict=True) if c.runtime_name), ""),
+        )
+        self._contexts[function] = context
+        return context
+
+    def _qualified(self, call: ProfiledOp, active: frozenset[str]) -> tuple[str, tuple[str, ...]]:
+        own = call.runtime_name or f"@{call.callee}"
+        outer = self.context(call.function, active) if _is_bare(own) else None
+        if outer is None:
+            return own, call.chain
+        return f"{outer.name}/{own}", outer.chain or call.chain
+
+
+def _resolve_call_sites(records: list[ProfiledOp]) -> tuple[ProfiledOp, ...]:
+    """Ops of a called function take the scope of the first call that reaches them, and ops
+    named only by their primitive (JAX `loc("max")`) also the call's name and place: the name
+    and line the user wrote are the caller's. The IR and the profiles stay as they are."""
+    resolver = _CallResolver(records)
+    result: list[ProfiledOp] = []
     for op in records:
-        if op.callee and op.runtime_name and op.callee not in caller_name:
-            caller_name[op.callee] = name_scope(op.runtime_name + "/x")
-    return tuple(
-        replace(op, scope=caller_name[op.function])
-        if op.function in caller_name and not op.scope and not op.callee
-        else op
-        for op in records
-    )
+        context = resolver.context(op.function) if op.function else None
+        if context is None:
+            result.append(op)
+            continue
+        if context.scope and not op.scope and not op.callee:
+            op = replace(op, scope=name_scope(context.scope + "/x"))
+        if _is_bare(op.runtime_name):
+            op = replace(
+                op, call_name=context.name, call_sites=context.sites, call_chain=context.chain
+            )
+        result.append(op)
+    return tuple(result)
 
 
 def load_profiled_module(path: str | Path) -> tuple[ir.Module, ProfiledModule]:

@@ -17,13 +17,14 @@ _KEY_TITLE = {"op": "op (runtime name)", "type": "op kind", "scope": "name scope
 
 def editor_location(profiled: ProfiledModule, op_index: int, script: str) -> str:
     """`file:line:col` of the op's frame in the model script (as the manifest names the
-    script), else its innermost source position, else its compact location."""
+    script), else its first user-code position, else its compact location. An op of a called
+    function known only by its primitive is placed at its (first) call site."""
     op = profiled.ops[op_index]
-    frame = op.frame_in(script) if script else ""
+    frame = op.frame_in(script, at_call_site=True) if script else ""
     if frame:
         _, line, col = frame.rsplit(":", 2)
         return f"{script}:{line}:{col}"
-    return op.user_source or op.location
+    return op.site_source or op.location
 
 
 def hotspot_rich_table(
