@@ -14,6 +14,7 @@ import pytest
 from test_views_support import (  # noqa: F401  (fixtures are found by their names)
     HOSTILE,
     fixture_hostile_bundle,
+    fixture_jax_bundle,
     fixture_tf_bundle,
 )
 
@@ -61,7 +62,12 @@ def open_report(browser: Any, bundle: RunBundle) -> tuple[Any, list[str]]:
     problems: list[str] = []
     page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
     page.on("pageerror", lambda e: problems.append(str(e)))
-    page.on("dialog", lambda d: (problems.append(f"dialog: {d.message}"), d.dismiss()))
+
+    def on_dialog(dialog: Any) -> None:
+        problems.append(f"dialog: {dialog.message}")
+        dialog.dismiss()
+
+    page.on("dialog", on_dialog)
     page.on(
         "request",
         lambda r: None if r.url.startswith(("file:", "data:")) else problems.append(r.url),
@@ -113,6 +119,24 @@ def test_report_loads_clicks_and_searches(browser: Any, tf_bundle: RunBundle) ->
     page.wait_for_selector("#dag-view svg g.node")
     page.click("nav button[data-tab=gaps]")
     assert "Unattributed events" in page.inner_text("main")
+    assert problems == []
+
+
+def test_private_function_op_panel_names_the_call(browser: Any, jax_bundle: RunBundle) -> None:
+    page, problems = open_report(browser, jax_bundle)
+    page.click("nav button[data-tab=hotspots]")
+    page.fill("#hotspot-filter", "jit(relu)/max")
+    rows = page.locator("#hotspot-table tbody tr")
+    assert rows.count() >= 2  # relu is called twice
+    rows.first.click()
+    assert page.inner_text("#op-details h3") == "jit(mlp)/jit(relu)/max"
+    panel = page.inner_text("#op-details")
+    assert "runtime name (IR)\nmax" in panel  # the IR's own name stays in view
+    compact = page.locator("#op-details .loc-compact")
+    assert compact.locator(".loc-name").inner_text() == "jit(mlp)/jit(relu)/max"
+    (call_site,) = compact.locator(".loc-frame").all_inner_texts()
+    assert call_site.startswith("jax_mlp.py:") and call_site.endswith("(call site)")
+    shoot(page, "report_private_function_op.png")
     assert problems == []
 
 

@@ -4,6 +4,7 @@ node-data dataclasses), on real annotated TF and JAX captures."""
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
@@ -13,9 +14,11 @@ from test_views_support import (  # noqa: F401  (fixtures are found by their nam
 )
 
 from irprof.analyses.bundle_views import load_annotated_level
+from irprof.analyses.event_ops import load_trace_export
 from irprof.analyses.model_explorer_ids import NodeDataExport, explorer_node_ids
 from irprof.bundle import RunBundle
 from irprof.renderers.model_explorer import RENDERER
+from irprof.renderers.perfetto import chrome_trace
 
 adapter = pytest.importorskip("model_explorer.builtin_mlir_adapter")
 builder = pytest.importorskip("model_explorer.node_data_builder")
@@ -77,3 +80,41 @@ def test_node_data_loads_into_model_explorers_dataclasses(jax_bundle: RunBundle)
     assert ours[conv.graph_id]["results"][conv.node_id]["value"] == pytest.approx(
         loaded.profiled.ops[conv_index].total_ns / 1000, abs=1e-3
     )
+
+
+def _chrome_events(bundle: RunBundle) -> list[dict[str, Any]]:
+    events: list[dict[str, Any]] = chrome_trace(load_trace_export(bundle))["traceEvents"]
+    return events
+
+
+def test_trace_export_names_private_function_ops_through_their_call(
+    jax_bundle: RunBundle,
+) -> None:
+    events = _chrome_events(jax_bundle)
+    refs = [
+        ref
+        for e in events
+        if e.get("cat") != "irprof.op"
+        for ref in e.get("args", {}).get("irprof", [])
+    ]
+    maxima = [ref for ref in refs if ref["op"] == "stablehlo.maximum"]
+    assert maxima, "relu's maximum is attributed to kernels"
+    for ref in maxima:
+        assert ref["name"] == "jit(mlp)/jit(relu)/max"  # as `irprof top` names it
+        assert ref["runtime_name"] == "max"  # the IR's own name stays at hand
+        assert ref["function"].startswith("relu")
+        assert re.fullmatch(r".*jax_mlp\.py:\d+:\d+", ref["location"]), ref
+    # The two relu calls are two lines of the model.
+    assert len({ref["location"] for ref in maxima}) == 2
+    assert not [ref for ref in refs if "/" not in ref["name"]], "a bare primitive name"
+    # The IR-level track's slices carry the same names.
+    slices = {e["name"] for e in events if e.get("cat") == "irprof.op"}
+    assert "jit(mlp)/jit(relu)/max" in slices
+    assert "max" not in slices
+
+
+def test_trace_export_of_named_ops_has_no_runtime_name_copy(tf_bundle: RunBundle) -> None:
+    refs = [ref for e in _chrome_events(tf_bundle) for ref in e.get("args", {}).get("irprof", [])]
+    assert refs
+    # TF node names are never bare primitives: args keep their shape, names as the IR says.
+    assert all("runtime_name" not in ref for ref in refs)

@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Any
 
 import networkx as nx
 import pytest
+from test_views_support import fixture_jax_bundle  # noqa: F401  (found by its name)
 
+from irprof.analyses.bundle_views import load_annotated_level
 from irprof.analyses.op_graph import OpGraph, OpGraphOptions, build_op_graph
 from irprof.analyses.profiled_ops import ProfiledModule, profiled_ops_of
+from irprof.bundle import RunBundle
+from irprof.cli.main import main
 from irprof.errors import UsageError
 from irprof.mlir.context import make_context
 from irprof.mlir.load import parse_module
@@ -206,3 +212,27 @@ def test_graphml_round_trips_through_networkx(
 def test_unknown_extension_is_a_usage_error() -> None:
     with pytest.raises(UsageError, match=r"\.svg"):
         op_graph_renderer_for("graph.pdf")
+
+
+def test_graph_names_private_function_ops_through_their_call(
+    jax_bundle: RunBundle, tmp_path: Path
+) -> None:
+    output = tmp_path / "relu.graphml"
+    mlir = jax_bundle.annotated_path("stablehlo")
+    assert main(["graph", str(mlir), "--function", "relu", "-o", str(output)]) == 0
+    graph = nx.read_graphml(output)
+    (maximum,) = [
+        data for _, data in graph.nodes(data=True) if data["detail"] == "stablehlo.maximum"
+    ]
+    # Named and placed as `irprof top` shows it, with the IR's own name beside it.
+    assert maximum["title"] == "jit(mlp)/jit(relu)/max"
+    assert maximum["runtime_name"] == "max"
+    assert re.fullmatch(r".*jax_mlp\.py:\d+:\d+", maximum["location"]), maximum
+    # The drawn label ends with the op's own part, and the call site's line.
+    dot = render_dot(build_op_graph(*_loaded(jax_bundle), OpGraphOptions(function="relu")))
+    assert "relu)/max" in dot and "jax_mlp.py:" in dot
+
+
+def _loaded(bundle: RunBundle) -> tuple[Any, ProfiledModule]:
+    loaded = load_annotated_level(bundle, "stablehlo")
+    return loaded.module, loaded.profiled

@@ -23,10 +23,11 @@ class OpRef:
 
     level: str
     op_index: int
-    name: str  # runtime name, else op kind
+    name: str  # runtime name (qualified by its call for private-function ops), else op kind
     op_name: str
-    location: str  # first user-code frame, else the compact location
+    location: str  # first user-code frame (the call site's for those ops), else the location
     function: str
+    runtime_name: str = ""  # the name the IR and the trace use ("" when the op has none)
 
 
 @dataclass(frozen=True)
@@ -48,10 +49,13 @@ class TraceExport:
                 ref = OpRef(
                     level=level,
                     op_index=op.index,
-                    name=op.display_name,
+                    # Named and placed like `irprof top`: a primitive of a private function
+                    # (`max`) through the call reaching it (`jit(mlp)/jit(relu)/max`).
+                    name=op.qualified_name,
                     op_name=op.op_name,
-                    location=op.user_source or op.location,
+                    location=op.site_source or op.location,
                     function=op.function,
+                    runtime_name=op.runtime_name,
                 )
                 for kernel in op.profile.kernels:
                     found.setdefault(kernel, []).append(ref)

@@ -46,14 +46,15 @@ class GraphNode:
     id: str
     kind: NodeKind
     label: str  # op kind, `%argN`, `return`, or the last component of a group's scope
-    title: str  # runtime name of an op, full scope of a group
-    location: str  # `file:line:col` or compact location ("" for groups)
+    title: str  # runtime name of an op (qualified by its call in a private function), group scope
+    location: str  # `file:line:col` (a private-function op's call site) or compact location
     scope: str  # scope an op sits in (draws clusters), or the group's scope
     total_ns: int | None  # None: no measurement reached this node
     share: float | None
     ops: int  # IR ops represented (1 for an op node)
     op_index: int | None = None  # module walk index of an op node
     detail: str = ""  # value type of an input, op kinds of a group
+    runtime_name: str = ""  # an op's name in the IR and the trace, when it has one
 
 
 @dataclass(frozen=True)
@@ -250,14 +251,16 @@ def _op_node(position: int, top: _TopOp) -> GraphNode:
         id=f"n{position}",
         kind="output" if top.is_terminator else "op",
         label="return" if top.is_terminator else record.op_name,
-        title=record.runtime_name or record.op_name,
-        location=record.user_source,
+        # Named and placed like `irprof top`: `jit(mlp)/jit(relu)/max` at the call, not `max`.
+        title=record.qualified_name,
+        location=record.site_source,
         scope=record.scope,
         total_ns=top.total_ns if top.measured else None,
         share=top.share if top.measured else None,
         ops=1,
         op_index=record.index,
         detail=record.op_name,
+        runtime_name=record.runtime_name,
     )
 
 

@@ -57,8 +57,8 @@ class UnannotatedOp:
 
     op_index: int
     op_name: str
-    name: str
-    location: str
+    name: str  # runtime name, qualified by its call for private-function ops
+    location: str  # innermost source, or the call site for those ops
     reason: str
 
 
@@ -118,8 +118,9 @@ def _unannotated(level: AnnotatedLevel, coverage: Coverage | None) -> tuple[Unan
         UnannotatedOp(
             op_index=op.index,
             op_name=op.op_name,
-            name=op.runtime_name,
-            location=op.source or op.location,
+            # Named and placed like `irprof top` (private-function ops through their call).
+            name=op.qualified_name if op.runtime_name or op.call_sites else "",
+            location=(op.site_source if op.call_chain else op.source) or op.location,
             reason=reasons.get((op.op_name, op.location))
             or reasons.get((op.op_name, op.source))
             or fallback,

@@ -34,6 +34,9 @@ def to_networkx(graph: OpGraph, *, colormap: str = "inferno") -> Any:
             attributes["share"] = float(node.share)
         if node.op_index is not None:
             attributes["op_index"] = int(node.op_index)
+        if node.runtime_name and node.runtime_name != node.title:
+            # A private-function op titled through its call keeps its IR name beside it.
+            attributes["runtime_name"] = node.runtime_name
         digraph.add_node(node.id, **attributes)
     for edge in graph.edges:
         digraph.add_edge(edge.src, edge.dst, type=edge.label, values=edge.values)

@@ -32,6 +32,7 @@ def graph_payload(graph: OpGraph, *, colormap: str = "inferno") -> dict[str, Any
                 "ops": node.ops,
                 "op_index": node.op_index,
                 "detail": node.detail,
+                "runtime_name": node.runtime_name,
                 "colour": node_colours(node, graph, cmap)[0],
             }
             for node in graph.nodes

@@ -1,10 +1,12 @@
 """Trace export as Chrome trace-event JSON (what Perfetto's UI and chrome://tracing open).
 
 The original events keep their tracks, names and arguments; events attributed to IR ops gain an
-`irprof` argument naming those ops and their locations. One extra process, "irprof IR", holds a
-track per annotated IR level with a slice per op placed at each of its kernels' times, so the
-timeline shows kernel time next to the op that caused it. Times are microseconds (floats with
-nanosecond digits) relative to the first event; the absolute base is in `metadata`.
+`irprof` argument naming those ops and their locations. Ops of private functions are named and
+placed through the call that reaches them, as `irprof top` shows them, with `runtime_name`
+keeping the IR's own name. One extra process, "irprof IR", holds a track per annotated IR level
+with a slice per op placed at each of its kernels' times, so the timeline shows kernel time next
+to the op that caused it. Times are microseconds (floats with nanosecond digits) relative to the
+first event; the absolute base is in `metadata`.
 """
 
 from __future__ import annotations
@@ -25,13 +27,17 @@ def _us(ns: int) -> float:
 
 
 def _op_arg(ref: OpRef) -> dict[str, Any]:
-    return {
+    arg = {
         "level": ref.level,
         "op": ref.op_name,
         "name": ref.name,
         "location": ref.location,
         "function": ref.function,
     }
+    if ref.runtime_name and ref.runtime_name != ref.name:
+        # Only ops named through a call differ; other ops' args stay as they always were.
+        arg["runtime_name"] = ref.runtime_name
+    return arg
 
 
 def chrome_trace(export: TraceExport) -> dict[str, Any]:

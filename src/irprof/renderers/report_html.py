@@ -52,9 +52,13 @@ def _op(op: ProfiledOp, ir_text: str | None, framework: str) -> dict[str, Any]:
         "index": op.index,
         "op_name": op.op_name,
         "function": op.function,
-        "name": op.runtime_name,
+        # Named like `irprof top`: a private function's `max` through the call reaching it.
+        "name": op.qualified_name if op.runtime_name or op.call_sites else "",
+        "runtime_name": op.runtime_name,
+        "call_site": op.site_source if op.call_chain else "",
+        "call_sites": op.call_sites,
         "scope": op.scope,
-        "source": op.user_source,
+        "source": op.site_source,
         # The panel shows the user frames and, behind a toggle, the whole chain (innermost
         # first); the rendered location only when there is no chain (it would repeat it).
         "location": "" if compact.frames else op.location,

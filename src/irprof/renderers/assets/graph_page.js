@@ -36,6 +36,8 @@
     details.textContent = "";
     details.appendChild(el("h3", {}, node.title || node.label));
     var rows = [["kind", node.kind], ["op", node.detail], ["scope", node.scope], ["location", node.location], ["time", fmtNs(node.total_ns)], ["share", node.share === null ? "-" : (node.share * 100).toFixed(1) + "%"], ["ops", String(node.ops)]];
+    // A private-function op is titled through its call; its own IR name stays visible.
+    if (node.runtime_name && node.runtime_name !== node.title) rows.splice(2, 0, ["runtime name (IR)", node.runtime_name]);
     var kv = el("div", { class: "kv" });
     rows.forEach(function (r) { kv.appendChild(el("div", {}, r[0])); kv.appendChild(el("div", { class: "mono" }, r[1] || "-")); });
     details.appendChild(kv);

@@ -96,7 +96,7 @@ var IrprofGraph = (function () {
       var hits = [];
       for (var key in elements) {
         var node = nodes[key];
-        var hay = [node.label, node.title, node.location, node.scope, node.detail].join("\n").toLowerCase();
+        var hay = [node.label, node.title, node.runtime_name || "", node.location, node.scope, node.detail].join("\n").toLowerCase();
         var hit = needle.length > 0 && hay.indexOf(needle) >= 0;
         elements[key].classList.toggle("match", hit);
         if (hit) hits.push(key);

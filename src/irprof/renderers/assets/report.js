@@ -71,10 +71,12 @@
     });
     return box;
   }
-  // The op's location, compact: its runtime name and the user's own frames (innermost first).
+  // The op's location, compact: its runtime name and the user's own frames (innermost first);
+  // an op of a private function (its own location a bare primitive) first shows the call site.
   function compactLocation(op) {
     var frames = op.frames || [], user = op.user_frames || [];
     var box = el("div", { cls: "loc-compact" }, [el("div", { cls: "loc-name", text: op.name || "(no runtime name)" })]);
+    if (op.call_site) box.appendChild(el("div", { cls: "loc-frame", text: op.call_site + (op.call_sites > 1 ? " (first of " + op.call_sites + " calls)" : " (call site)") }));
     if (user.length) user.forEach(function (f) { box.appendChild(el("div", { cls: "loc-frame", text: f })); });
     else if (frames.length) box.appendChild(el("div", { cls: "loc-frame muted", text: frames[0] + " (library)" }));
     return box;
@@ -142,7 +144,9 @@
     var op = level().ops[String(opIndex)];
     if (!op) { box.appendChild(el("p", { cls: "muted", text: "no IR text kept for this op" })); return; }
     box.appendChild(el("h3", { text: (op.name || op.op_name) }));
-    var pairs = [["op", op.op_name], ["function", "@" + op.function], ["scope", op.scope || "-"], ["location", compactLocation(op)], [null, fullLocation(op)]];
+    var pairs = [["op", op.op_name]];
+    if (op.runtime_name && op.runtime_name !== op.name) pairs.push(["runtime name (IR)", op.runtime_name]);
+    pairs = pairs.concat([["function", "@" + op.function], ["scope", op.scope || "-"], ["location", compactLocation(op)], [null, fullLocation(op)]]);
     if (op.profile) {
       var p = op.profile;
       pairs = pairs.concat([["total", fmtNs(p.total_ns)], ["share", fmtShare(p.fraction)], ["count", String(p.count)], ["mean / min / max", fmtNs(p.mean_ns) + " / " + fmtNs(p.min_ns) + " / " + fmtNs(p.max_ns)], ["kernels", p.kernels.join("\n") || "-"], ["fused with", p.fused_with.join("\n") || "-"], ["source of data", p.source || "-"]]);
