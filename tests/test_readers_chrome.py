@@ -137,10 +137,10 @@ def test_kineto_categories_map_to_kinds(tmp_path: Path) -> None:
     assert labels == [
         "framework_op",
         "kernel",
-        "kernel",
+        "memcpy",
         "python",
         "step",
-        "other",
+        "annotation",
         "runtime",
         "kernel",
     ]

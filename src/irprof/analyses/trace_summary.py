@@ -1,13 +1,35 @@
-"""What a trace holds at a glance: counts, tracks, span, and the names that take the most time."""
+"""What a trace holds at a glance: counts, tracks, span, the names that take the most time, and
+where each device's time goes (compute, communication, memory copies, idle), stream by stream.
+
+Device work is the events of a device kind (`EventKind.on_device`: kernels, IREE dispatches,
+collectives, memcpy, memset). Per stream and per device, each category's time is the union of its
+intervals (overlapping kernels on one device count once), `busy_ns` the union of all of them, and
+`idle_ns` the rest of the window from the first device event to the last. The profiler's own
+envelope (`EventKind.ENVELOPE`, "PyTorch Profiler (0)") is never listed among the top names.
+Totals are summed exactly: beyond int64 they are Python ints, never wrapped.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from irprof.dag.nesting import nesting_parents, self_time_ns
-from irprof.trace.model import EventKind, Trace
+from irprof.trace.model import DEVICE_KINDS, EventKind, Trace
+
+I64 = npt.NDArray[np.int64]
+
+# Device kinds by the category they count in.
+CATEGORY_KINDS: dict[str, tuple[EventKind, ...]] = {
+    "compute": (EventKind.KERNEL, EventKind.DISPATCH),
+    "communication": (EventKind.COLLECTIVE,),
+    "memory": (EventKind.MEMCPY, EventKind.MEMSET),
+}
+# Sums of int64 durations are exact in int64 below this; above it, Python ints are used.
+_SAFE_SUM = 2**62
 
 
 @dataclass(frozen=True)
@@ -27,6 +49,25 @@ class NameTotals:
 
 
 @dataclass(frozen=True)
+class DeviceTime:
+    """Where one device stream's (or a whole device's) time went."""
+
+    device: str  # "GPU 0", "MTIA 17": Kineto's process label, else the process name
+    stream: str  # the stream (thread) name; "" for a whole device
+    events: int
+    window_ns: int  # first device event's start to the last one's end
+    compute_ns: int
+    communication_ns: int
+    memory_ns: int
+    busy_ns: int  # union of the three (they may overlap on a device with several streams)
+
+    @property
+    def idle_ns(self) -> int:
+        """Time in the window with no device work."""
+        return self.window_ns - self.busy_ns
+
+
+@dataclass(frozen=True)
 class TraceSummary:
     """Summary data of one trace; renderers turn it into tables."""
 
@@ -41,6 +82,9 @@ class TraceSummary:
     top_by_total: tuple[NameTotals, ...]
     top_by_self: tuple[NameTotals, ...]
     warnings: tuple[str, ...]
+    top_device: tuple[NameTotals, ...] = ()  # device work (kernels, copies, ...) by total time
+    devices: tuple[DeviceTime, ...] = ()
+    streams: tuple[DeviceTime, ...] = ()
 
     @property
     def span_ns(self) -> int:
@@ -49,34 +93,40 @@ class TraceSummary:
 
 
 def summarize_trace(trace: Trace, top: int = 15) -> TraceSummary:
-    """Counts, span and the `top` names by total and by self time (counters left out)."""
+    """Counts, span, the `top` names by total and by self time (counters and the profiler's
+    envelope left out), the top device work and the per-device and per-stream time."""
     timed = trace.kind != EventKind.COUNTER
     parent = nesting_parents(trace.track, trace.ts_ns, np.where(timed, trace.dur_ns, 0))
     self_ns = self_time_ns(np.where(timed, trace.dur_ns, 0), parent)
     names = len(trace.strings)
     count = np.bincount(trace.name[timed], minlength=names)
-    total = np.zeros(names, dtype=np.int64)
-    np.add.at(total, trace.name[timed], trace.dur_ns[timed])
-    own = np.zeros(names, dtype=np.int64)
-    np.add.at(own, trace.name[timed], self_ns[timed])
+    total = sum_by_name(trace.name[timed], trace.dur_ns[timed], names)
+    own = sum_by_name(trace.name[timed], self_ns[timed], names)
     first_row = np.full(names, -1, dtype=np.int64)
     first_row[trace.name[::-1]] = np.arange(len(trace) - 1, -1, -1)
 
-    def totals(name_id: int) -> NameTotals:
+    def totals(name_id: int, counts: npt.NDArray[np.int64], sums: npt.NDArray[Any]) -> NameTotals:
         row = int(first_row[name_id])
         return NameTotals(
             name=trace.strings[name_id],
             kind=EventKind(int(trace.kind[row])).label,
-            count=int(count[name_id]),
-            total_ns=int(total[name_id]),
+            count=int(counts[name_id]),
+            total_ns=int(sums[name_id]),
             self_ns=int(own[name_id]),
         )
 
-    used = np.nonzero(count > 0)[0]
-    by_total = used[np.lexsort((used, -total[used]))][:top]
-    by_self = used[np.lexsort((used, -own[used]))][:top]
+    envelope = np.zeros(names, dtype=np.bool_)
+    envelope[trace.name[trace.kind == EventKind.ENVELOPE]] = True
+    used = np.nonzero((count > 0) & ~envelope)[0]
+    by_total = _ranked(used, total)[:top]
+    by_self = _ranked(used, own)[:top]
+    device = np.isin(trace.kind, [int(kind) for kind in DEVICE_KINDS])
+    device_count = np.bincount(trace.name[device], minlength=names)
+    device_total = sum_by_name(trace.name[device], trace.dur_ns[device], names)
+    by_device = _ranked(np.nonzero(device_count > 0)[0], device_total)[:top]
     kinds = np.bincount(trace.kind.astype(np.int64), minlength=len(EventKind))
     start, end = trace.span_ns()
+    devices, streams = device_times(trace)
     return TraceSummary(
         source=str(trace.metadata.get("source", "")),
         format=str(trace.metadata.get("format", "")),
@@ -86,7 +136,84 @@ def summarize_trace(trace: Trace, top: int = 15) -> TraceSummary:
         span_start_ns=start,
         span_end_ns=end,
         events_by_kind={kind.label: int(kinds[kind]) for kind in EventKind if kinds[kind]},
-        top_by_total=tuple(totals(int(name_id)) for name_id in by_total),
-        top_by_self=tuple(totals(int(name_id)) for name_id in by_self),
+        top_by_total=tuple(totals(int(name_id), count, total) for name_id in by_total),
+        top_by_self=tuple(totals(int(name_id), count, own) for name_id in by_self),
         warnings=trace.warnings,
+        top_device=tuple(totals(int(name_id), device_count, device_total) for name_id in by_device),
+        devices=devices,
+        streams=streams,
     )
+
+
+def _ranked(ids: I64, values: npt.NDArray[Any]) -> list[int]:
+    """`ids` by descending value, ties by id (works for int64 and exact Python-int sums)."""
+    return sorted(ids.tolist(), key=lambda name_id: (-int(values[name_id]), name_id))
+
+
+def sum_by_name(name: npt.NDArray[np.integer], values: I64, names: int) -> npt.NDArray[Any]:
+    """Per-name sums of `values`: int64 when they cannot overflow, else exact Python ints."""
+    if len(values) == 0 or float(np.abs(values).astype(np.float64).sum()) < _SAFE_SUM:
+        total = np.zeros(names, dtype=np.int64)
+        np.add.at(total, name, values)
+        return total
+    exact = np.zeros(names, dtype=object)
+    np.add.at(exact, name, values.astype(object))
+    return exact
+
+
+def covered_ns(starts: I64, ends: I64) -> int:
+    """Length of the union of the intervals [start, end)."""
+    if len(starts) == 0:
+        return 0
+    order = np.argsort(starts, kind="stable")
+    starts, ends = starts[order], ends[order]
+    reach = np.maximum.accumulate(ends)
+    previous = np.concatenate(([starts[0]], reach[:-1]))
+    return int(np.clip(ends - np.maximum(starts, previous), 0, None).sum())
+
+
+def _device_time(trace: Trace, rows: I64, device: str, stream: str) -> DeviceTime:
+    ts, end, kind = trace.ts_ns[rows], trace.end_ns[rows], trace.kind[rows]
+    by_category = {
+        category: covered_ns(ts[mask], end[mask])
+        for category, kinds in CATEGORY_KINDS.items()
+        for mask in [np.isin(kind, [int(value) for value in kinds])]
+    }
+    return DeviceTime(
+        device=device,
+        stream=stream,
+        events=len(rows),
+        window_ns=int(end.max() - ts.min()),
+        compute_ns=by_category["compute"],
+        communication_ns=by_category["communication"],
+        memory_ns=by_category["memory"],
+        busy_ns=covered_ns(ts, end),
+    )
+
+
+def device_label(trace: Trace, track: int) -> str:
+    """The device a track belongs to: Kineto's process label ("GPU 0") or the process name."""
+    labels = trace.metadata.get("sort_index", {})
+    pid = trace.tracks.pid[track]
+    label = labels.get(f"process_labels:{pid}") if isinstance(labels, dict) else None
+    return str(label) if label else trace.tracks.process[track]
+
+
+def device_times(trace: Trace) -> tuple[tuple[DeviceTime, ...], tuple[DeviceTime, ...]]:
+    """Per device and per stream time of the device work, devices in order of first track."""
+    device_rows = np.nonzero(np.isin(trace.kind, [int(kind) for kind in DEVICE_KINDS]))[0]
+    if len(device_rows) == 0:
+        return (), ()
+    tracks = trace.track[device_rows]
+    streams: list[DeviceTime] = []
+    rows_by_device: dict[str, list[I64]] = {}
+    for track in np.unique(tracks).tolist():
+        rows = device_rows[tracks == track]
+        device = device_label(trace, track)
+        rows_by_device.setdefault(device, []).append(rows)
+        streams.append(_device_time(trace, rows, device, trace.tracks.thread[track].strip()))
+    devices = tuple(
+        _device_time(trace, np.concatenate(parts), device, "")
+        for device, parts in rows_by_device.items()
+    )
+    return devices, tuple(streams)

@@ -12,7 +12,7 @@ from irprof.dag.export import save_dag_json, save_graphml
 from irprof.dag.model import DAG_MODES, DagFilter, build_event_dag
 from irprof.errors import UsageError
 from irprof.fileio import write_bytes_atomic
-from irprof.readers import read_trace
+from irprof.readers import get_all_readers, read_trace
 from irprof.renderers.dag_dot import DagDotRenderer
 from irprof.renderers.dag_svg import DagSvgRenderer
 
@@ -43,13 +43,20 @@ def dag(
     max_svg_nodes: Annotated[
         int, typer.Option("--max-svg-nodes", help="Draw at most this many (longest) events.")
     ] = 2000,
+    format_name: Annotated[
+        str | None,
+        typer.Option("--format", help="Reader to use instead of detecting it from the content."),
+    ] = None,
 ) -> None:
     """Build the event DAG of a trace and write dag.json (+ GraphML, DOT, SVG)."""
     if mode not in DAG_MODES:
         raise UsageError(f"--mode {mode!r}: expected one of {'|'.join(DAG_MODES)}")
     if min_dur_ns < 0 or max_svg_nodes < 1:
         raise UsageError("--min-dur-ns must be >= 0 and --max-svg-nodes >= 1")
-    trace = read_trace(trace_path)
+    if format_name is not None and format_name not in get_all_readers():
+        known = ", ".join(get_all_readers().names())
+        raise UsageError(f"--format {format_name!r}: expected one of {known}")
+    trace = read_trace(trace_path, format_name)
     event_dag = build_event_dag(trace, mode, DagFilter(min_dur_ns, track, name))
     if len(event_dag) == 0:
         raise UsageError(f"{trace_path}: no event passes the filters; nothing to write")

@@ -1,4 +1,4 @@
-"""`irprof trace convert|summary TRACE`: the event model from the command line."""
+"""`irprof trace convert|summary TRACE|DIR`: the event model from the command line."""
 
 from __future__ import annotations
 
@@ -8,12 +8,13 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.table import Table
+from rich.text import Text
 
-from irprof.analyses.trace_summary import NameTotals, TraceSummary, summarize_trace
+from irprof.analyses.ranks import DEFAULT_STRAGGLER_THRESHOLD, rank_trace_files, summarize_ranks
+from irprof.analyses.trace_summary import summarize_trace
 from irprof.errors import UsageError
 from irprof.readers import get_all_readers, read_trace
-from irprof.renderers.units import format_ns, format_share
+from irprof.renderers.trace_summary_tables import rank_table, summary_tables
 from irprof.trace.io import save_events_json, save_parquet
 from irprof.trace.model import Trace
 
@@ -57,65 +58,38 @@ def convert(
     )
 
 
-def _name_table(title: str, rows: tuple[NameTotals, ...], span_ns: int) -> Table:
-    table = Table(title=title, title_justify="left")
-    table.add_column("name", overflow="fold", max_width=60)
-    table.add_column("kind")
-    table.add_column("count", justify="right")
-    table.add_column("total", justify="right")
-    table.add_column("self", justify="right")
-    table.add_column("mean", justify="right")
-    table.add_column("self % span", justify="right")
-    for row in rows:
-        table.add_row(
-            row.name,
-            row.kind,
-            f"{row.count:,}",
-            format_ns(row.total_ns),
-            format_ns(row.self_ns),
-            format_ns(row.mean_ns),
-            format_share(row.self_ns / span_ns if span_ns else None),
-        )
-    return table
-
-
-def summary_tables(summary: TraceSummary) -> list[Table]:
-    """Rich tables of a trace summary: overview, top by total, top by self time."""
-    overview = Table(title=f"{summary.source} ({summary.format})", title_justify="left")
-    overview.add_column("events", justify="right")
-    overview.add_column("tracks", justify="right")
-    overview.add_column("flows", justify="right")
-    overview.add_column("span", justify="right")
-    overview.add_column("by kind")
-    overview.add_row(
-        f"{summary.events:,}",
-        str(summary.tracks),
-        f"{summary.flows:,}",
-        format_ns(summary.span_ns),
-        ", ".join(f"{kind} {count:,}" for kind, count in summary.events_by_kind.items()),
-    )
-    return [
-        overview,
-        _name_table("Top names by total time", summary.top_by_total, summary.span_ns),
-        _name_table("Top names by self time", summary.top_by_self, summary.span_ns),
-    ]
-
-
 def summary(
-    trace_path: TraceArgument,
+    trace_path: Annotated[
+        Path,
+        typer.Argument(
+            metavar="TRACE",
+            help="Trace file or its dir; a dir of several rank traces gives the per-rank table.",
+        ),
+    ],
     limit: Annotated[int, typer.Option("-n", "--limit", help="Rows per table.")] = 15,
     format_name: FormatOption = None,
+    straggler_threshold: Annotated[
+        float,
+        typer.Option(
+            "--straggler-threshold", help="Ranks: flag step times this fraction above the median."
+        ),
+    ] = DEFAULT_STRAGGLER_THRESHOLD,
 ) -> None:
-    """Events, tracks, span and the names that take the most total and self time."""
+    """Events, device/stream time, top kernels and names; a dir of rank traces: per-rank table."""
     if limit < 1:
         raise UsageError(f"-n {limit}: must be at least 1")
     _check_format(format_name)
-    result = summarize_trace(read_trace(trace_path, format_name), top=limit)
     console = Console(highlight=False)
+    rank_files = rank_trace_files(trace_path) if trace_path.is_dir() else []
+    if rank_files:
+        ranks = summarize_ranks(rank_files, straggler_threshold, format_name)
+        console.print(rank_table(ranks))
+        return
+    result = summarize_trace(read_trace(trace_path, format_name), top=limit)
     for table in summary_tables(result):
         console.print(table)
     for warning in result.warnings:
-        console.print(f"[yellow]warning:[/] {warning}")
+        console.print(Text.assemble(("warning: ", "yellow"), warning))
 
 
 def register(app: typer.Typer) -> None:

@@ -8,8 +8,6 @@ later stage would only report nonsense on it.
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
@@ -20,14 +18,6 @@ from irprof.trace.model import Trace
 
 SNIFF_BYTES = 4096
 
-# Name -> (module, attribute) of the reader object; the order is the order `sniff` is tried in
-# (irprof's own events.json before generic Chrome JSON, since both are JSON objects).
-READER_MODULES = {
-    "xplane": ("irprof.readers.xplane", "READER"),
-    "events": ("irprof.readers.irprof_events", "EVENTS_READER"),
-    "parquet": ("irprof.readers.irprof_events", "PARQUET_READER"),
-    "chrome": ("irprof.readers.chrome", "READER"),
-}
 
 # When `read_trace` is given a directory (a profiler log dir or a bundle's trace/), the file
 # patterns tried in order; the richer format wins when a profiler wrote both.
@@ -51,20 +41,18 @@ class TraceReader(Protocol):
         ...
 
 
-def _loader(module_name: str, attribute: str) -> Callable[[], TraceReader]:
-    def load() -> TraceReader:
-        reader: TraceReader = getattr(importlib.import_module(module_name), attribute)
-        return reader
-
-    return load
+# Registration order is the order `sniff` is tried in (irprof's own events.json before generic
+# Chrome JSON, since both are JSON objects).
+_READERS: Registry[TraceReader] = Registry("trace format")
+_READERS.register("xplane", "irprof.readers.xplane:READER")
+_READERS.register("events", "irprof.readers.irprof_events:EVENTS_READER")
+_READERS.register("parquet", "irprof.readers.irprof_events:PARQUET_READER")
+_READERS.register("chrome", "irprof.readers.chrome:READER")
 
 
 def get_all_readers() -> Registry[TraceReader]:
     """Registry of every trace reader, imported lazily on first use."""
-    registry: Registry[TraceReader] = Registry("trace format")
-    for name, (module_name, attribute) in READER_MODULES.items():
-        registry.register(name, _loader(module_name, attribute))
-    return registry
+    return _READERS
 
 
 def resolve_trace_file(path: Path) -> Path:
@@ -85,20 +73,50 @@ def resolve_trace_file(path: Path) -> Path:
     raise TraceFormatError(path, "directory holds no trace file (*.xplane.pb or *.json[.gz])")
 
 
-def detect_format(path: Path, data: bytes) -> TraceReader:
-    """The reader whose `sniff` accepts `data`, or a TraceFormatError listing what was tried."""
+def detect_formats(path: Path, data: bytes) -> list[TraceReader]:
+    """Every reader whose `sniff` accepts `data`, in registration order; an error when none does."""
     registry = get_all_readers()
     head = data[:SNIFF_BYTES]
-    for name in READER_MODULES:
-        reader = registry.get(name)
-        if reader.sniff(head):
-            return reader
+    accepted = [registry.get(name) for name in registry.in_order()]
+    accepted = [reader for reader in accepted if reader.sniff(head)]
+    if accepted:
+        return accepted
     raise TraceFormatError(
         path,
         "unknown trace format: not an XPlane protobuf (*.xplane.pb), Chrome trace JSON "
         "or an irprof events.json/events.parquet "
-        f"(known formats: {', '.join(registry.names())})",
+        f"(known formats: {', '.join(registry.names())}); pass --format to choose one",
     )
+
+
+def detect_format(path: Path, data: bytes) -> TraceReader:
+    """The first reader whose `sniff` accepts `data`, or a TraceFormatError listing the formats."""
+    return detect_formats(path, data)[0]
+
+
+def _read_with_fallback(
+    source: Path, data: bytes, readers: list[TraceReader]
+) -> tuple[TraceReader, Trace]:
+    """The first reader that parses `data`, and its Trace.
+
+    A sniff looks at a few bytes, so two formats can accept the same head (a JSON file that
+    starts with a newline begins with XSpace's first tag byte). When every candidate fails, the
+    first one's error is raised, since it is the most specific match, with the others' problems
+    appended so that nothing that was tried is hidden.
+    """
+    failures: list[tuple[str, TraceFormatError]] = []
+    for reader in readers:
+        try:
+            return reader, reader.read(source, data)
+        except TraceFormatError as exc:
+            failures.append((reader.name, exc))
+    first_name, first = failures[0]
+    if len(failures) == 1:
+        raise first
+    others = "; ".join(f"as {name}: {exc.problem}" for name, exc in failures[1:])
+    raise TraceFormatError(
+        source, f"{first.problem} (read as {first_name}; also tried {others})", where=first.where
+    ) from first
 
 
 def read_trace(path: str | Path, format: str | None = None) -> Trace:
@@ -111,13 +129,13 @@ def read_trace(path: str | Path, format: str | None = None) -> Trace:
     if not data or data.isspace():
         raise TraceFormatError(source, "file is empty")
     if format is None:
-        reader = detect_format(source, data)
+        readers = detect_formats(source, data)
     else:
         try:
-            reader = get_all_readers().get(format)
+            readers = [get_all_readers().get(format)]
         except UsageError as exc:
             raise UsageError(f"{source}: {exc}") from exc
-    trace = reader.read(source, data)
+    reader, trace = _read_with_fallback(source, data, readers)
     if len(trace) == 0:
         raise TraceFormatError(source, f"{reader.name} trace contains no events")
     return trace
@@ -126,6 +144,7 @@ def read_trace(path: str | Path, format: str | None = None) -> Trace:
 __all__ = [
     "TraceReader",
     "detect_format",
+    "detect_formats",
     "get_all_readers",
     "read_trace",
     "resolve_trace_file",

@@ -38,15 +38,19 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 
+from irprof.errors import TraceFormatError
+from irprof.readers.chrome_checks import base_time_ns, check_times, clamp_negative, repair_utf8
 from irprof.readers.chrome_columns import (
     ArgsText,
     InternedNames,
     Interner,
+    MetadataRows,
     args_blob,
     classify,
     compact_table,
     dense_unique,
     intern,
+    last_metadata_rows,
     metadata_names,
     numeric_id,
     numeric_order,
@@ -55,6 +59,7 @@ from irprof.readers.chrome_columns import (
 )
 from irprof.readers.chrome_decode import (
     FLOAT_EXACT_LIMIT_US,
+    MAX_JSON_DEPTH,
     WHITESPACE,
     EventFields,
     EventText,
@@ -103,7 +108,7 @@ class _Shape:
     track: I64
     pids: list[int | str]
     tids: list[int | str]
-    meta_ids: dict[int, tuple[int | str, int | str]]  # row -> (pid, tid) of the M events
+    meta: MetadataRows  # the M events, one row per distinct (name, pid, tid): the last wins
     ts_ns: I64
     dur_ns: I64
     cat_ids: I64
@@ -217,7 +222,7 @@ _id, _bp, _name = attrgetter("id"), attrgetter("bp"), attrgetter("name")
 _ts, _dur, _args = attrgetter("ts"), attrgetter("dur"), attrgetter("args")
 
 
-def _shape_columns(text: EventText, base_ns: int) -> _Shape:
+def _shape_columns(text: EventText, base_ns: int, warnings: list[str]) -> _Shape:
     """Decode the fields pass chunk by chunk into numpy columns."""
     columns = _FieldColumns()
     for events in text.event_fields():
@@ -226,13 +231,12 @@ def _shape_columns(text: EventText, base_ns: int) -> _Shape:
     pid_ids, pids = numeric_order(columns.pid_ids.array(), columns.pid.table)
     tid_ids, tids = numeric_order(columns.tid_ids.array(), columns.tid.table)
     cat_ids = columns.cat_ids.array()
-    meta_ids = {
-        row: (pids[int(pid_ids[row])], tids[int(tid_ids[row])])
-        for row in np.nonzero(phase == PHASE_META)[0].tolist()
-    }
     track = pid_ids * max(len(tids), 1) + tid_ids
-    ts_us = columns.ts_us.array()
-    dur_ns = us_to_ns(columns.dur_us.array())
+    names = InternedNames(columns.name_ids.array(), columns.name.table)
+    meta = last_metadata_rows(np.nonzero(phase == PHASE_META)[0], track, names.ids)
+    ts_us, dur_us = columns.ts_us.array(), columns.dur_us.array()
+    check_times(text.path, ts_us, dur_us, base_ns)
+    dur_ns = clamp_negative(us_to_ns(dur_us), warnings)
     if len(ts_us) and float(np.abs(ts_us).max()) >= FLOAT_EXACT_LIMIT_US:
         ts_ns = text.exact_ts_ns() + base_ns
     else:
@@ -242,12 +246,12 @@ def _shape_columns(text: EventText, base_ns: int) -> _Shape:
         track=track,
         pids=pids,
         tids=tids,
-        meta_ids=meta_ids,
+        meta=meta,
         ts_ns=ts_ns,
         dur_ns=dur_ns,
         cat_ids=cat_ids,
         cats=columns.cat.table,
-        names=InternedNames(columns.name_ids.array(), columns.name.table),
+        names=names,
         args=ArgsText(columns.args_text.getvalue(), columns.args_length.array()),
         flows=_flow_points(columns.flow_fields(cat_ids), phase, track, ts_ns),
     )
@@ -273,17 +277,24 @@ def _flow_points(
 
 def read_chrome(path: Path, data: bytes) -> Trace:
     """Parse Chrome Trace Event JSON (object or bare-array form) into a Trace."""
+    data, replaced = repair_utf8(data)
+    warnings = [f"{replaced} invalid UTF-8 sequence(s) replaced by U+FFFD"] if replaced else []
     try:
-        return _read_events(path, locate_events(path, data))
-    except SpanMismatch:
-        return _read_events(path, locate_events(path, data, exact=True))
+        try:
+            return _read_events(path, locate_events(path, data), warnings)
+        except SpanMismatch:
+            return _read_events(path, locate_events(path, data, exact=True), warnings)
+    except RecursionError:
+        raise TraceFormatError(
+            path, f"JSON nested deeper than {MAX_JSON_DEPTH}-odd levels; flatten it"
+        ) from None
 
 
-def _read_events(path: Path, text: EventText) -> Trace:
+def _read_events(path: Path, text: EventText, notes: list[str]) -> Trace:
     """The Trace of located events."""
-    base_ns = int(text.fields.get("baseTimeNanoseconds") or 0)
-    shape = _shape_columns(text, base_ns)
-    warnings: list[str] = []
+    base_ns = base_time_ns(path, text.fields.get("baseTimeNanoseconds"))
+    warnings = list(notes)
+    shape = _shape_columns(text, base_ns, warnings)
 
     phase = shape.phase
     direct = (phase == PHASE_SLICE) | (phase == PHASE_INSTANT) | (phase == PHASE_COUNTER)
@@ -297,7 +308,7 @@ def _read_events(path: Path, text: EventText) -> Trace:
 
     names = shape.names
     args = shape.args
-    processes, threads, sort_index = metadata_names(shape.meta_ids, names, args)
+    processes, threads, sort_index = metadata_names(shape.meta, shape.pids, shape.tids, names, args)
     kinds = classify(row_source, shape.cat_ids, shape.cats, names, args, row_dur)
     kinds[phase[row_source] == PHASE_INSTANT] = EventKind.INSTANT
     kinds[phase[row_source] == PHASE_COUNTER] = EventKind.COUNTER

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import zlib
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any, overload
 
 import numpy as np
@@ -20,15 +21,24 @@ KIND_BY_CATEGORY: dict[str, EventKind] = {
     "cpu_op": EventKind.FRAMEWORK_OP,
     "operator": EventKind.FRAMEWORK_OP,  # older Kineto
     "kernel": EventKind.KERNEL,
-    "gpu_memcpy": EventKind.KERNEL,
-    "gpu_memset": EventKind.KERNEL,
+    "gpu_memcpy": EventKind.MEMCPY,
+    "gpu_memset": EventKind.MEMSET,
+    "mtia_ccp_events": EventKind.KERNEL,  # MTIA's device work
     "python_function": EventKind.PYTHON,
     "cuda_runtime": EventKind.RUNTIME,
     "cuda_driver": EventKind.RUNTIME,
+    "cuda_sync": EventKind.RUNTIME,
+    "hip_runtime": EventKind.RUNTIME,
+    "hip_driver": EventKind.RUNTIME,
+    "mtia_runtime": EventKind.RUNTIME,
     "cpu_instant_event": EventKind.INSTANT,
-    "user_annotation": EventKind.OTHER,
-    "gpu_user_annotation": EventKind.OTHER,
+    "user_annotation": EventKind.ANNOTATION,
+    "gpu_user_annotation": EventKind.ANNOTATION,
+    "cuda_profiler_range": EventKind.ANNOTATION,
+    "Trace": EventKind.ENVELOPE,  # "PyTorch Profiler (0)": the recording window itself
 }
+# Device kernels whose names say they move data between ranks (NCCL, AMD's RCCL, oneCCL).
+COLLECTIVE_KERNEL_PREFIXES = ("nccl", "rccl", "ccl_", "c10d")
 STEP_NAME_PREFIX = "ProfilerStep"  # Kineto user_annotation of `prof.step()`
 
 
@@ -168,7 +178,7 @@ def classify(
     rows: I64,
     cat_ids: I64,
     cats: list[str],
-    names: Sequence[str],
+    names: InternedNames,
     args: Sequence[bytes],
     dur_ns: I64,
 ) -> I8:
@@ -192,6 +202,18 @@ def classify(
             kinds[position] = EventKind.PYTHON
         elif dur_ns[position] == 0:
             kinds[position] = EventKind.INSTANT
+    kernels = np.nonzero(kinds == EventKind.KERNEL)[0]
+    if len(kernels):
+        # One check per distinct name, not per event: kernels repeat their names.
+        kernel_name_ids = names.ids[rows[kernels]]
+        collective = [
+            name_id
+            for name_id in np.unique(kernel_name_ids).tolist()
+            if names.table[name_id].lower().startswith(COLLECTIVE_KERNEL_PREFIXES)
+        ]
+        if collective:
+            chosen = np.isin(kernel_name_ids, collective)
+            kinds[kernels[chosen]] = EventKind.COLLECTIVE
     if "user_annotation" in cats:
         annotations = np.nonzero(row_cats == cats.index("user_annotation"))[0]
         for position in annotations.tolist():
@@ -200,25 +222,54 @@ def classify(
     return kinds
 
 
+@dataclass(frozen=True)
+class MetadataRows:
+    """The `M` events that count: the last one of each (name, pid, tid), with its track key."""
+
+    rows: I64
+    track: I64
+
+
+def last_metadata_rows(rows: I64, track: I64, name_ids: I64) -> MetadataRows:
+    """The last `M` event per (name, track): later metadata overrides earlier, as in viewers.
+
+    Real Kineto traces repeat metadata for every thread and device (two thirds of a large
+    trace's events can be `M`), so the duplicates are dropped with numpy before any decoding.
+    """
+    if len(rows) == 0:
+        return MetadataRows(rows.astype(np.int64), rows.astype(np.int64))
+    keys = name_ids[rows] * (int(track.max()) + 1) + track[rows]
+    _, last_from_end = np.unique(keys[::-1], return_index=True)
+    kept = np.sort(rows[len(rows) - 1 - last_from_end])
+    return MetadataRows(kept.astype(np.int64), track[kept].astype(np.int64))
+
+
 def metadata_names(
-    meta_ids: dict[int, tuple[int | str, int | str]],
+    meta: MetadataRows,
+    pids: list[int | str],
+    tids: list[int | str],
     names: Sequence[str],
     args: Sequence[bytes],
 ) -> tuple[dict[int, str], dict[tuple[int, int], str], dict[str, Any]]:
-    """Process and thread names and sort indices from the M events."""
+    """Process and thread names and sort indices from the M events (`process_labels` such as
+    Kineto's "GPU 0" go into the sort-index table under "process_labels:<pid>")."""
     processes: dict[int, str] = {}
     threads: dict[tuple[int, int], str] = {}
     sort_index: dict[str, Any] = {}
-    for row, (raw_pid, raw_tid) in meta_ids.items():
+    width = max(len(tids), 1)
+    for row, track in zip(meta.rows.tolist(), meta.track.tolist(), strict=True):
         raw = bytes(args[row])
         decoded = decode_any.decode(raw) if raw else {}
         if not isinstance(decoded, dict):
             continue
+        raw_pid, raw_tid = pids[track // width], tids[track % width]
         pid, tid, name = numeric_id(raw_pid), numeric_id(raw_tid), names[row]
         if name == "process_name":
             processes[pid] = str(decoded.get("name", pid))
         elif name == "thread_name":
             threads[(pid, tid)] = str(decoded.get("name", tid))
+        elif name == "process_labels":
+            sort_index[f"process_labels:{raw_pid}"] = str(decoded.get("labels", ""))
         elif name.endswith("sort_index"):
             sort_index[f"{name}:{raw_pid}:{raw_tid}"] = decoded.get("sort_index")
     return processes, threads, sort_index

@@ -68,6 +68,8 @@ T = TypeVar("T")
 # Events decoded per chunk: small enough that the chunk's structs stay in cache while their
 # fields become columns (walking millions of structs after one big decode is memory-bound).
 CHUNK_BYTES = 1 << 18
+# msgspec decodes nested JSON recursively and raises RecursionError past about this depth.
+MAX_JSON_DEPTH = 1000
 # A possible boundary between two array elements: the end of an object and the next comma.
 _TRACE_EVENTS_KEY = re.compile(rb'"traceEvents"[ \t\r\n]*:[ \t\r\n]*\[')
 _EVENT_END = re.compile(rb"\}[ \t\r\n]*,[ \t\r\n]*")
@@ -92,9 +94,41 @@ class EventText:
             yield self._decode(_decode_fields)  # not an array: the whole decode says why
             return
         start, stop = body
+        index = 0
         while start < stop:
-            decoded, start = self._decode_chunk(view, start, stop)
+            try:
+                decoded, next_start = self._decode_chunk(view, start, stop)
+            except RecursionError:
+                raise self._too_deep(view, start, stop, index) from None
+            index += len(decoded)
+            start = next_start
             yield decoded
+
+    def _too_deep(self, view: memoryview, start: int, stop: int, index: int) -> TraceFormatError:
+        """The error naming the event nested too deeply for the decoder (found one by one)."""
+        while start < stop:
+            cursor = start
+            while True:
+                found = _EVENT_END.search(view, cursor, stop)
+                end, resume = (stop, stop) if found is None else (found.start() + 1, found.end())
+                try:
+                    _decode_fields.decode(b"".join((b"[", view[start:end], b"]")))
+                    break
+                except RecursionError:
+                    return TraceFormatError(
+                        self.path,
+                        f"nested deeper than the {MAX_JSON_DEPTH}-odd levels JSON is decoded to "
+                        "(an event object or its args); flatten it or drop the event",
+                        where=f"traceEvents[{index}]",
+                    )
+                except msgspec.DecodeError:
+                    if end == stop:
+                        break
+                    cursor = resume
+            start, index = resume, index + 1
+        return TraceFormatError(
+            self.path, f"JSON nested deeper than {MAX_JSON_DEPTH}-odd levels", where="traceEvents"
+        )
 
     def _decode_chunk(
         self, view: memoryview, start: int, stop: int
@@ -133,9 +167,24 @@ class EventText:
         try:
             return decoder.decode(self.events)
         except msgspec.ValidationError as exc:
-            raise TraceFormatError(self.path, f"not a Chrome trace event list: {exc}") from exc
+            raise _validation_error(self.path, exc) from exc
         except msgspec.DecodeError as exc:
             raise TraceFormatError(self.path, f"not valid JSON: {exc}") from exc
+
+
+_VALIDATION_PLACE = re.compile(r"^(?P<problem>.*) - at `\$\[(?P<index>\d+)\]\.?(?P<field>[^`]*)`$")
+
+
+def _validation_error(path: Path, exc: msgspec.ValidationError) -> TraceFormatError:
+    """msgspec's "Expected `float`, got `str` - at `$[5].ts`" as the event index and field."""
+    found = _VALIDATION_PLACE.match(str(exc))
+    if found is None:
+        return TraceFormatError(path, f"not a Chrome trace event list: {exc}")
+    field = found["field"]
+    where = f"traceEvents[{found['index']}]" + (f" field {field!r}" if field else "")
+    return TraceFormatError(
+        path, f"{found['problem']} (see the Chrome trace event format)", where=where
+    )
 
 
 class SpanMismatch(Exception):

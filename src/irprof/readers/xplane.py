@@ -45,6 +45,7 @@ from google.protobuf import json_format
 from google.protobuf.message import DecodeError
 
 from irprof.errors import TraceFormatError
+from irprof.readers import SNIFF_BYTES
 from irprof.readers.xplane_proto.profile_options_pb2 import ProfileOptions
 from irprof.readers.xplane_proto.xplane_pb2 import XEventMetadata, XPlane, XSpace, XStat
 from irprof.trace.builder import TraceBuilder
@@ -62,6 +63,13 @@ CONSUMER_STATS = ("_ct", "_c")
 # Field tags of an XSpace: planes (1), errors (2), warnings (3), hostnames (4), all
 # length-delimited (wire type 2); a serialized XSpace starts with one of them.
 _XSPACE_FIRST_BYTES = frozenset({0x0A, 0x12, 0x1A, 0x22})
+_XSPACE_PLANES_TAG = 0x0A
+# Tags an XPlane's first field can have: id (1, varint), name (2), lines (3), event_metadata (4),
+# stat_metadata (5), stats (6), the others length-delimited.
+_XPLANE_FIRST_BYTES = frozenset({0x08, 0x12, 0x1A, 0x22, 0x2A, 0x32})
+# Bytes that never occur in JSON text outside strings, where they must be escaped; almost every
+# protobuf has some (lengths, tags, varints), so a head without any is text, not an XSpace.
+_CONTROL_BYTES = bytes(range(0x20)).translate(None, b"\t\n\r")
 _PROGRAM_SUFFIX = re.compile(r"\(\d+\)$")
 
 _encode = msgspec.json.Encoder().encode
@@ -288,6 +296,42 @@ def read_xplane(path: Path, data: bytes) -> Trace:
     return builder.build()
 
 
+def _varint(data: bytes, position: int) -> tuple[int, int] | None:
+    """(value, next position) of the varint at `position`, or None when it is cut or too long."""
+    value, shift = 0, 0
+    while position < len(data) and shift < 64:
+        byte = data[position]
+        value |= (byte & 0x7F) << shift
+        position += 1
+        if byte < 0x80:
+            return value, position
+        shift += 7
+    return None
+
+
+def looks_like_xspace(head: bytes) -> bool:
+    """Whether `head` starts like a serialized XSpace.
+
+    The first byte must be an XSpace field tag followed by a length that stays inside the data
+    (when `head` is the whole file: shorter than the sniff window); a plane must then start
+    with an XPlane field tag. A newline is XSpace's planes tag, so Kineto JSON, which starts
+    with "\\n{", would pass a one-byte test; text without control bytes is never accepted.
+    """
+    if len(head) < 2 or head[0] not in _XSPACE_FIRST_BYTES:
+        return False
+    if len(head.translate(None, _CONTROL_BYTES)) == len(head):
+        return False
+    found = _varint(head, 1)
+    if found is None:
+        return False
+    length, body = found
+    if len(head) < SNIFF_BYTES and body + length > len(head):
+        return False
+    if head[0] != _XSPACE_PLANES_TAG or length == 0 or body >= len(head):
+        return True
+    return head[body] in _XPLANE_FIRST_BYTES
+
+
 @dataclass(frozen=True)
 class XPlaneReader:
     """`*.xplane.pb` (XSpace protobuf) from TensorFlow, JAX/XLA, xprof."""
@@ -295,8 +339,8 @@ class XPlaneReader:
     name: str = "xplane"
 
     def sniff(self, head: bytes) -> bool:
-        """A protobuf whose first field is one of XSpace's (JSON starts with `{`/`[` instead)."""
-        return bool(head) and head[0] in _XSPACE_FIRST_BYTES
+        """A protobuf whose first field is a well-formed XSpace field (see `looks_like_xspace`)."""
+        return looks_like_xspace(head)
 
     def read(self, path: Path, data: bytes) -> Trace:
         """Parse the whole XSpace."""

@@ -34,6 +34,16 @@ class EventKind(enum.IntEnum):
     RUNTIME = 6  # executor / runtime bookkeeping (launches, memcpy calls, TraceMe scopes)
     INSTANT = 7  # zero-duration marker (Chrome phase "i"/"I")
     COUNTER = 8  # a counter sample (Chrome phase "C"); value in args
+    MEMCPY = 9  # a device memory copy (Kineto `gpu_memcpy`)
+    MEMSET = 10  # a device memory fill (Kineto `gpu_memset`)
+    COLLECTIVE = 11  # device communication: an NCCL/RCCL collective or send/recv kernel
+    ANNOTATION = 12  # a user-named range (record_function, NVTX-like profiler ranges)
+    ENVELOPE = 13  # the profiler's own span around the recording ("PyTorch Profiler (0)")
+
+    @property
+    def on_device(self) -> bool:
+        """Whether events of this kind are work a device (GPU, accelerator) executed."""
+        return self in DEVICE_KINDS
 
     @property
     def label(self) -> str:
@@ -44,6 +54,11 @@ class EventKind(enum.IntEnum):
     def from_label(cls, label: str) -> EventKind:
         """Inverse of `label`."""
         return cls[label.upper()]
+
+
+DEVICE_KINDS = frozenset(
+    {EventKind.KERNEL, EventKind.DISPATCH, EventKind.MEMCPY, EventKind.MEMSET, EventKind.COLLECTIVE}
+)
 
 
 @dataclass(frozen=True)
