@@ -30,7 +30,7 @@ from irprof.mlir.gcpause import gc_paused
 from irprof.mlir.load import load_module, print_module
 from irprof.mlir.op_index import OpIndex, derive_op_keys
 from irprof.opprofile import OpKey, OpProfile, OpProfileEntry, ProfileData
-from irprof.passes.annotate import apply_opprofile
+from irprof.mlir.apply_profile import apply_opprofile
 
 T = TypeVar("T")
 

@@ -58,9 +58,9 @@ print(json.dumps({{"seconds": seconds, "cpu_seconds": cpu_seconds,
 """,
     "irprof read_trace": f"""
 import importlib, json, resource, sys, time
-from irprof.readers import READER_MODULES, read_trace
-for module, _ in READER_MODULES.values():
-    importlib.import_module(module)
+from irprof.readers import get_all_readers, read_trace
+for name in get_all_readers().names():
+    get_all_readers().get(name)
 path = sys.argv[1]
 cpu_start = {CPU}
 start = time.perf_counter()

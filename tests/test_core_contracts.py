@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import orjson
@@ -88,18 +89,76 @@ def test_bundle_manifest_round_trip_and_errors(tmp_path: Path) -> None:
     assert bundle.manifest() == manifest
     assert bundle.ir_path("tf") == tmp_path / "run" / "ir" / "tf.mlir"
     bundle.manifest_path.write_text("{not json")
+    assert bundle.manifest() == manifest  # parsed once per loader
     with pytest.raises(BundleError, match="malformed manifest"):
-        bundle.manifest()
+        RunBundle(bundle.root).manifest()
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "complaint"),
+    [
+        ("framework", ["torch"], r"Expected `str`, got `array` - at `\$.framework`"),
+        ("trace_files", [5], r"Expected `str`, got `int` - at `\$.trace_files\[0\]`"),
+        ("model", 5, r"Expected `str`, got `int` - at `\$.model`"),
+        ("ir_levels", "torch", r"Expected `array`, got `str` - at `\$.ir_levels`"),
+        ("ir_levels", ["../x"], "IR level '../x' is not a plain name"),
+        ("steps", -1, "steps"),
+    ],
+)
+def test_manifest_fields_are_type_checked(
+    tmp_path: Path, field: str, value: object, complaint: str
+) -> None:
+    bundle = RunBundle(tmp_path / "run")
+    good = Manifest("tf", "m.py", "e", 3, "cpu", {}, ("tf",), ("t.pb",))
+    bundle.write_manifest(good)
+    obj = orjson.loads(bundle.manifest_path.read_bytes())
+    obj[field] = value
+    bundle.manifest_path.write_bytes(orjson.dumps(obj))
+    with pytest.raises(BundleError, match=complaint):
+        RunBundle(bundle.root).manifest()
+
+
+@pytest.mark.parametrize("named", ["/etc/passwd", "../outside.json", "trace/../../outside.json"])
+def test_bundle_refuses_paths_outside_it(tmp_path: Path, named: str) -> None:
+    (tmp_path / "outside.json").write_text("{}")
+    bundle = RunBundle(tmp_path / "run")
+    bundle.write_manifest(Manifest("tf", "m.py", "e", 3, "cpu", {}, ("tf",), (named,)))
+    with pytest.raises(BundleError, match="outside the bundle"):
+        bundle.trace_paths()
+
+
+def test_bundle_refuses_symlinks_out_and_non_regular_files(tmp_path: Path) -> None:
+    (tmp_path / "outside.json").write_text("{}")
+    bundle = RunBundle(tmp_path / "run")
+    (bundle.root / "trace").mkdir(parents=True)
+    (bundle.root / "trace" / "link.json").symlink_to(tmp_path / "outside.json")
+    (bundle.root / "trace" / "zero").symlink_to("/dev/zero")
+    bundle.write_manifest(
+        Manifest("tf", "m.py", "e", 3, "cpu", {}, ("tf",), ("trace/link.json", "trace/zero"))
+    )
+    with pytest.raises(BundleError, match="outside the bundle"):
+        bundle.member("trace/link.json")
+    with pytest.raises(BundleError, match="outside the bundle"):
+        bundle.member("trace/zero")
 
 
 def test_registry_is_lazy_and_rejects_duplicates() -> None:
     loads: list[str] = []
-    registry: Registry[int] = Registry("thing")
-    registry.register("one", lambda: loads.append("one") or 1)
-    assert loads == []
-    assert registry.get("one") == 1 and registry.get("one") == 1
-    assert loads == ["one"]
+    registry: Registry[object] = Registry("thing")
+    registry.register("one", "irprof_lazy_probe:VALUE")
+    assert "irprof_lazy_probe" not in sys.modules
+    with pytest.raises(ModuleNotFoundError):  # imported on first get, not at register
+        registry.get("one")
+    registry2: Registry[object] = Registry("thing")
+    registry2.register("one", "irprof.registry:Registry")
+    assert (
+        registry2.get("one") is Registry
+        and registry2.reference("one") == "irprof.registry:Registry"
+    )
     with pytest.raises(ValueError, match="duplicate thing"):
-        registry.register("one", lambda: 2)
+        registry2.register("one", "irprof.registry:Registry")
+    with pytest.raises(ValueError, match="not 'module:attr'"):
+        registry2.register("two", "irprof.registry.Registry")
+    registry = registry2
     with pytest.raises(UsageError, match="unknown thing 'two'; known: one"):
         registry.get("two")

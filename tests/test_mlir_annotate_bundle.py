@@ -26,7 +26,6 @@ from irprof.mlir.coverage_ops import coverage_for
 from irprof.mlir.load import load_module
 from irprof.mlir.op_index import OpIndex, derive_op_keys, walk_ops
 from irprof.opprofile import OpKey, OpProfile, OpProfileEntry, ProfileData
-from irprof.registry import Registry
 
 FIXTURES = Path(__file__).parent / "fixtures" / "mlir"
 
@@ -42,7 +41,7 @@ class NameJoinCorrelator:
     def correlate(
         self, bundle: RunBundle, level: str, options: CorrelationOptions
     ) -> CorrelationResult:
-        module = load_module(bundle.ir_path(level), make_context())
+        module = bundle.ir(level)
         keyed = derive_op_keys(module)
         index = OpIndex(keyed)
         profiled = sum(ns for _, ns in self.events)
@@ -87,10 +86,20 @@ def _bundle(tmp_path: Path) -> RunBundle:
     return bundle
 
 
+@dataclass(frozen=True)
+class NameJoinFramework:
+    """The `Framework` record's correlator side, pointing at `NameJoinCorrelator`."""
+
+    events: tuple[tuple[str, int], ...]
+    name: str = "tf"
+    levels: tuple[str, ...] = ("tf",)
+
+    def load_correlator(self) -> NameJoinCorrelator:
+        return NameJoinCorrelator(self.events)
+
+
 def _use(monkeypatch: pytest.MonkeyPatch, events: tuple[tuple[str, int], ...]) -> None:
-    registry: Registry[NameJoinCorrelator] = Registry("correlator")
-    registry.register("tf", lambda: NameJoinCorrelator(events))
-    monkeypatch.setattr(annotate_module, "get_all_correlators", lambda: registry)
+    monkeypatch.setattr(annotate_module, "bundle_framework", lambda _: NameJoinFramework(events))
 
 
 GOOD_EVENTS = (
@@ -161,5 +170,5 @@ def test_missing_level_ir_is_a_bundle_error(
     _use(monkeypatch, GOOD_EVENTS)
     bundle = _bundle(tmp_path)
     bundle.ir_path("tf").unlink()
-    with pytest.raises(BundleError, match="none of the tf levels"):
+    with pytest.raises(BundleError, match="IR level .tf. named by manifest.json is missing"):
         annotate_bundle(bundle)

@@ -14,7 +14,7 @@ from irprof.mlir.load import load_module, write_module
 from irprof.mlir.op_index import OpInfo, derive_op_infos
 from irprof.opprofile import OpKey, OpProfile, OpProfileEntry, ProfileData
 from irprof.passes.pipeline import run_pipeline
-from irprof.passes.reattach import reattach
+from irprof.mlir.reattach import reattach
 
 FIXTURES = Path(__file__).parent / "fixtures" / "mlir"
 IREE_COMPILE = Path(sys.executable).parent / "iree-compile"

@@ -135,10 +135,10 @@ def test_registry_lists_core_passes_and_rejects_duplicates() -> None:
         "irprof-reattach",
     ):
         assert name in names
-    registry: Registry[int] = Registry("pass")
-    registry.register("x", lambda: 1)
+    registry: Registry[object] = Registry("pass")
+    registry.register("x", "irprof.passes.strip:StripPass")
     with pytest.raises(ValueError, match="duplicate"):
-        registry.register("x", lambda: 2)
+        registry.register("x", "irprof.passes.annotate:AnnotatePass")
 
 
 def test_annotate_ignores_an_entry_without_key_fields(tmp_path: Path) -> None:

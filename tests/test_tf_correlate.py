@@ -11,7 +11,8 @@ import pytest
 
 from irprof.annotate import annotate_bundle
 from irprof.bundle import RunBundle
-from irprof.correlate.base import CorrelationOptions, CorrelationResult, get_all_correlators
+from irprof.correlate.base import CorrelationOptions, CorrelationResult
+from irprof.frameworks import get_all_frameworks
 from irprof.correlate.tf import CORRELATOR
 from irprof.correlate.tf_graph import base_kernel_type, share_time
 from irprof.errors import CorrelationError
@@ -51,7 +52,7 @@ def event_durations(run: RunBundle) -> dict[str, list[int]]:
 
 
 def test_registered_as_the_tf_correlator() -> None:
-    assert get_all_correlators().get("tf") is CORRELATOR
+    assert get_all_frameworks().get("tf").load_correlator() is CORRELATOR
     assert CORRELATOR.levels == ("tf", "tf-standard", "post-grappler")
 
 

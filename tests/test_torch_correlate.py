@@ -10,7 +10,8 @@ import pytest
 
 from irprof.bundle import RunBundle
 from irprof.capture.torch_locations import FxNodeName
-from irprof.correlate.base import CorrelationOptions, get_all_correlators
+from irprof.correlate.base import CorrelationOptions
+from irprof.frameworks import get_all_frameworks
 from irprof.correlate.torch import CORRELATOR
 from irprof.correlate.torch_events import (
     FxCall,
@@ -51,7 +52,7 @@ def _entries_by_node(profile: OpProfile) -> dict[str, list[OpProfileEntry]]:
 
 def test_registry_resolves_torch_correlator() -> None:
     """GIVEN the correlator registry WHEN asking for torch THEN it is this module's CORRELATOR."""
-    correlator = get_all_correlators().get("torch")
+    correlator = get_all_frameworks().get("torch").load_correlator()
     assert correlator is CORRELATOR
     assert correlator.levels == ("torch", "linalg")
 

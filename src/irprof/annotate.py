@@ -11,19 +11,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from irprof.bundle import RunBundle
-from irprof.correlate.base import CorrelationOptions, get_all_correlators
-from irprof.coverage import Coverage, load_coverages, save_coverages
-from irprof.errors import BundleError, CorrelationError
+from irprof.correlate.base import CorrelationOptions
+from irprof.coverage import Coverage, check_coverage
+from irprof.errors import BundleError
 from irprof.fileio import write_text_atomic
-from irprof.mlir.annotation import Layout, ModuleSummary, attach_summary
-from irprof.mlir.context import make_context
-from irprof.mlir.load import load_module, print_module
-from irprof.opprofile import OpProfile
-from irprof.passes.annotate import apply_opprofile
-
-# Below these a correlation found almost nothing: the trace most likely belongs to another model.
-MIN_TIME_COVERAGE = 0.05
-MIN_NONTRIVIAL_COVERAGE = 0.05
+from irprof.frameworks import Framework, get_all_frameworks
+from irprof.mlir.annotation import Layout
+from irprof.mlir.apply_profile import annotate_module
+from irprof.mlir.load import print_module
 
 
 @dataclass(frozen=True)
@@ -38,47 +33,45 @@ class AnnotateOutcome:
     entries_unmatched: int
 
 
-def choose_level(bundle: RunBundle, framework: str, level: str | None) -> str:
+def bundle_framework(bundle: RunBundle) -> Framework:
+    """The registered framework that captured `bundle`, or a BundleError naming the manifest."""
+    name = bundle.manifest().framework
+    frameworks = get_all_frameworks()
+    if name not in frameworks:
+        raise BundleError(
+            f"{bundle.manifest_path}: unknown framework {name!r} "
+            f"(known: {', '.join(frameworks.names())})"
+        )
+    return frameworks.get(name)
+
+
+def annotatable_levels(bundle: RunBundle) -> list[str]:
+    """The bundle's IR levels its framework's correlator can annotate, in lowering order."""
+    framework = bundle_framework(bundle)
+    present = bundle.manifest().ir_levels
+    return [level for level in framework.levels if level in present]
+
+
+def choose_level(bundle: RunBundle, level: str | None) -> str:
     """`level`, checked; by default the first correlator level present in the bundle."""
-    correlator = get_all_correlators().get(framework)
+    framework = bundle_framework(bundle)
     present = bundle.manifest().ir_levels
     if level is not None:
-        if level not in correlator.levels:
+        if level not in framework.levels:
             raise BundleError(
-                f"{bundle.root}: the {framework} correlator cannot annotate level '{level}' "
-                f"(it knows {', '.join(correlator.levels)})"
+                f"{bundle.root}: the {framework.name} correlator cannot annotate level '{level}' "
+                f"(it knows {', '.join(framework.levels)})"
             )
-        if not bundle.ir_path(level).is_file():
+        if level not in present:
             raise BundleError(f"{bundle.ir_path(level)}: no IR for level '{level}' in this run")
         return level
-    for candidate in correlator.levels:
-        if candidate in present and bundle.ir_path(candidate).is_file():
-            return candidate
-    raise BundleError(
-        f"{bundle.root}: none of the {framework} levels ({', '.join(correlator.levels)}) has "
-        f"IR under ir/ (present: {', '.join(present) or 'none'})"
-    )
-
-
-def check_coverage(coverage: Coverage, bundle: RunBundle) -> None:
-    """Refuse a near-empty correlation: it means the trace and IR do not belong together."""
-    if coverage.ops_nontrivial == 0 and coverage.profiled_ns == 0:
-        raise CorrelationError(
-            f"{bundle.root}: level '{coverage.level}' has no profiled op time and no "
-            "non-trivial ops; nothing to annotate"
+    levels = annotatable_levels(bundle)
+    if not levels:
+        raise BundleError(
+            f"{bundle.root}: none of the {framework.name} levels ({', '.join(framework.levels)}) "
+            f"is in the bundle (manifest lists: {', '.join(present) or 'none'})"
         )
-    if (
-        coverage.time_coverage < MIN_TIME_COVERAGE
-        or coverage.nontrivial_coverage < MIN_NONTRIVIAL_COVERAGE
-    ):
-        raise CorrelationError(
-            f"{bundle.root}: level '{coverage.level}' matched only "
-            f"{coverage.time_coverage:.1%} of profiled time and "
-            f"{coverage.nontrivial_coverage:.1%} of non-trivial ops "
-            f"({coverage.ops_nontrivial_annotated}/{coverage.ops_nontrivial}). The profile most "
-            "likely comes from another model or another trace of it (names depend on tracing "
-            "order); re-capture, or pass --allow-low-coverage to annotate anyway."
-        )
+    return levels[0]
 
 
 def annotate_bundle(
@@ -89,24 +82,15 @@ def annotate_bundle(
     options: CorrelationOptions | None = None,
 ) -> AnnotateOutcome:
     """Correlate `level` of `bundle`, annotate its IR and write the results into the bundle."""
-    manifest = bundle.manifest()
-    framework = manifest.framework
-    if framework not in get_all_correlators():
-        raise BundleError(
-            f"{bundle.manifest_path}: no correlator for framework '{framework}' "
-            f"(known: {', '.join(get_all_correlators().names())})"
-        )
-    level = choose_level(bundle, framework, level)
-    result = (
-        get_all_correlators()
-        .get(framework)
-        .correlate(bundle, level, options or CorrelationOptions())
-    )
+    framework = bundle_framework(bundle)
+    level = choose_level(bundle, level)
+    result = framework.load_correlator().correlate(bundle, level, options or CorrelationOptions())
     coverage = result.coverage
     if not allow_low_coverage:
-        check_coverage(coverage, bundle)
-    module = load_module(bundle.ir_path(level), make_context())
-    applied = apply_opprofile(module, result.opprofile, layout=attr)
+        check_coverage(coverage, str(bundle.root))
+    # A fresh parse: correlators may have transformed or annotated the cached module.
+    module = bundle.load_ir(level)
+    applied = annotate_module(module, result.opprofile, layout=attr, coverage=coverage)
     if applied.unmatched_entries:
         coverage = dataclasses.replace(
             coverage,
@@ -116,17 +100,10 @@ def annotate_bundle(
                 f"{bundle.ir_path(level).name}",
             ),
         )
-    summary = ModuleSummary.of(
-        coverage, source_trace=result.opprofile.source_trace, framework=framework
-    )
-    attach_summary(module, summary)
     write_text_atomic(bundle.annotated_path(level), print_module(module, debug_info=True))
-    opprofile: OpProfile = result.opprofile
-    opprofile.save(bundle.opprofile_level_path(level))
-    opprofile.save(bundle.opprofile_path)
-    coverages = load_coverages(bundle.coverage_path) if bundle.coverage_path.is_file() else {}
-    coverages[level] = coverage
-    save_coverages(bundle.coverage_path, coverages)
+    result.opprofile.save(bundle.opprofile_level_path(level))
+    result.opprofile.save(bundle.opprofile_path)
+    bundle.record_coverage(coverage)
     return AnnotateOutcome(
         level=level,
         annotated_path=bundle.annotated_path(level),

@@ -1,18 +1,48 @@
-"""The run bundle: the directory `irprof capture` writes and every later command reads."""
+"""The run bundle: the directory `irprof capture` writes and every later command reads.
+
+`RunBundle` is the one loader of a bundle. The manifest is parsed and validated once, the trace
+is read once, each IR level is parsed once, and every path the manifest names is checked to be a
+regular file inside the bundle before anything opens it.
+"""
 
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+import msgspec
 import orjson
 
-from irprof.errors import BundleError
+from irprof.coverage import Coverage, load_coverages, save_coverages
+from irprof.errors import BundleError, IrprofError
 from irprof.fileio import write_bytes_atomic
 
+if TYPE_CHECKING:
+    from iree.compiler.ir import Module as MlirModule
+
+    from irprof.trace.model import Trace
+
 MANIFEST_VERSION = 1
+MANIFEST_LIMIT_BYTES = 16 << 20  # a manifest is a few kB; refuse to parse a planted huge file
+
+
+class _ManifestSchema(msgspec.Struct, forbid_unknown_fields=False):
+    """The JSON schema of `manifest.json`; field types are checked on decode."""
+
+    framework: str
+    model: str
+    entry: str
+    steps: int
+    device: str
+    versions: dict[str, str]
+    ir_levels: list[str]
+    trace_files: list[str]
+    options: dict[str, Any] = {}
+    created: str = ""
+    version: int = MANIFEST_VERSION
 
 
 @dataclass(frozen=True)
@@ -50,26 +80,53 @@ class Manifest:
 
     @staticmethod
     def from_json(obj: dict[str, Any]) -> Manifest:
-        """Inverse of `to_json`."""
+        """Inverse of `to_json`; raises `msgspec.ValidationError` naming a mistyped field."""
+        parsed = msgspec.convert(obj, _ManifestSchema, strict=True)
+        return Manifest._of(parsed)
+
+    @staticmethod
+    def decode(data: bytes) -> Manifest:
+        """Parse and validate the bytes of `manifest.json`."""
+        return Manifest._of(msgspec.json.decode(data, type=_ManifestSchema, strict=True))
+
+    @staticmethod
+    def _of(parsed: _ManifestSchema) -> Manifest:
+        if parsed.steps < 0:
+            raise msgspec.ValidationError("Expected `int` >= 0 - at `$.steps`")
+        for level in parsed.ir_levels:
+            if not level or "/" in level or "\\" in level or level.startswith("."):
+                raise msgspec.ValidationError(f"IR level {level!r} is not a plain name")
         return Manifest(
-            framework=obj["framework"],
-            model=obj["model"],
-            entry=obj["entry"],
-            steps=int(obj["steps"]),
-            device=obj["device"],
-            versions=dict(obj["versions"]),
-            ir_levels=tuple(obj["ir_levels"]),
-            trace_files=tuple(obj["trace_files"]),
-            options=dict(obj.get("options", {})),
-            created=obj.get("created", ""),
+            framework=parsed.framework,
+            model=parsed.model,
+            entry=parsed.entry,
+            steps=parsed.steps,
+            device=parsed.device,
+            versions=dict(parsed.versions),
+            ir_levels=tuple(parsed.ir_levels),
+            trace_files=tuple(parsed.trace_files),
+            options=dict(parsed.options),
+            created=parsed.created,
         )
 
+    def option_str(self, name: str, default: str) -> str:
+        """A string-valued capture option (the default when absent); a mistyped one is an error."""
+        value = self.options.get(name, default)
+        if not isinstance(value, str):
+            raise BundleError(f"manifest.json: options.{name} must be a string, not {value!r}")
+        return value
 
-@dataclass(frozen=True)
+
 class RunBundle:
-    """A run bundle on disk; paths only, nothing loaded until asked."""
+    """A run bundle on disk, loaded on demand: each file is read and parsed at most once."""
 
-    root: Path
+    def __init__(self, root: str | Path) -> None:
+        self.root = Path(root)
+
+    def __repr__(self) -> str:
+        return f"RunBundle({str(self.root)!r})"
+
+    # -- where things are -------------------------------------------------------------------
 
     @property
     def manifest_path(self) -> Path:
@@ -113,25 +170,146 @@ class RunBundle:
         """`RUN/report.html`."""
         return self.root / "report.html"
 
-    def manifest(self) -> Manifest:
-        """Load and validate the manifest."""
+    def is_bundle(self) -> bool:
+        """Whether the directory has a manifest (without validating it)."""
+        return self.manifest_path.is_file()
+
+    def member(self, relative: str, *, what: str = "file") -> Path:
+        """`RUN/<relative>`, refused unless it is a regular file inside the bundle.
+
+        A manifest is input like any other: an absolute path, `..`, or a symlink out of the
+        bundle would make irprof read (and annotate, or hang on) a file the user never gave it.
+        """
+        if not isinstance(relative, str) or not relative:
+            raise BundleError(f"{self.manifest_path}: {what} {relative!r} is not a relative path")
+        candidate = Path(relative)
+        if candidate.is_absolute() or ".." in candidate.parts:
+            raise BundleError(
+                f"{self.manifest_path}: {what} {relative!r} points outside the bundle; "
+                "bundle paths must be relative and stay inside it"
+            )
+        path = self.root / candidate
+        try:
+            resolved = path.resolve(strict=True)
+        except (OSError, RuntimeError) as exc:
+            raise BundleError(f"{path}: {what} named by manifest.json is missing") from exc
+        if not resolved.is_relative_to(self.root.resolve()):
+            raise BundleError(
+                f"{path}: {what} resolves to {resolved}, outside the bundle; refusing to read it"
+            )
+        if not resolved.is_file():
+            raise BundleError(f"{path}: {what} named by manifest.json is not a regular file")
+        return path
+
+    # -- what is in it ----------------------------------------------------------------------
+
+    @functools.cached_property
+    def _manifest(self) -> Manifest:
         path = self.manifest_path
         if not path.is_file():
             raise BundleError(
                 f"{self.root}: not a run bundle (no manifest.json); run `irprof capture`"
             )
+        data = path.read_bytes()[: MANIFEST_LIMIT_BYTES + 1]
+        if len(data) > MANIFEST_LIMIT_BYTES:
+            raise BundleError(
+                f"{path}: larger than {MANIFEST_LIMIT_BYTES >> 20} MB; not a manifest"
+            )
         try:
-            obj = orjson.loads(path.read_bytes())
-            return Manifest.from_json(obj)
-        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
-            raise BundleError(f"{path}: malformed manifest ({exc!r})") from exc
+            return Manifest.decode(data)
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            raise BundleError(f"{path}: malformed manifest: {exc}") from exc
+
+    def manifest(self) -> Manifest:
+        """The validated manifest (parsed once)."""
+        return self._manifest
+
+    def trace_paths(self) -> list[Path]:
+        """The trace files the manifest lists, each checked to be inside the bundle."""
+        return [self.member(name, what="trace file") for name in self.manifest().trace_files]
+
+    @functools.cached_property
+    def primary_trace_path(self) -> Path:
+        """The trace the correlators and views read: an XPlane when one is listed (it is the
+        richest: node names, HloProtos, tracer options), else the first listed file."""
+        names = self.manifest().trace_files
+        if not names:
+            raise BundleError(f"{self.manifest_path}: lists no trace file")
+        chosen = next((name for name in names if name.endswith(".xplane.pb")), names[0])
+        return self.member(chosen, what="trace file")
+
+    @functools.cached_property
+    def _trace(self) -> Trace:
+        from irprof.readers import read_trace  # readers pull in numpy and the protobuf schema
+
+        return read_trace(self.primary_trace_path)
+
+    def trace(self) -> Trace:
+        """The primary trace, read once."""
+        return self._trace
+
+    @functools.cached_property
+    def _modules(self) -> dict[str, MlirModule]:
+        return {}
+
+    def ir(self, level: str) -> MlirModule:
+        """`RUN/ir/<level>.mlir` parsed once into a context of its own. Annotating mutates the
+        returned module; parse a fresh copy with `load_ir(level)` when that matters."""
+        if level not in self._modules:
+            self._modules[level] = self.load_ir(level)
+        return self._modules[level]
+
+    def load_ir(self, level: str) -> MlirModule:
+        """A freshly parsed `RUN/ir/<level>.mlir` (not cached)."""
+        from irprof.mlir.context import make_context
+        from irprof.mlir.load import load_module
+
+        if level not in self.manifest().ir_levels and not self.ir_path(level).is_file():
+            raise BundleError(
+                f"{self.root}: no IR level {level!r} (present: "
+                f"{', '.join(self.manifest().ir_levels) or 'none'})"
+            )
+        path = self.member(f"ir/{level}.mlir", what=f"IR level {level!r}")
+        return load_module(path, make_context())
+
+    @functools.cached_property
+    def _coverages(self) -> dict[str, Coverage]:
+        path = self.coverage_path
+        if not path.is_file():
+            return {}
+        try:
+            return load_coverages(path)
+        except (IrprofError, KeyError, TypeError, ValueError, orjson.JSONDecodeError) as exc:
+            raise BundleError(f"{path}: malformed coverage record ({exc})") from exc
+
+    def coverages(self) -> dict[str, Coverage]:
+        """`coverage.json` by level ({} before any annotate)."""
+        return dict(self._coverages)
+
+    def coverage(self, level: str) -> Coverage | None:
+        """The coverage record of `level`, if it was annotated."""
+        return self._coverages.get(level)
+
+    def annotated_levels(self) -> list[str]:
+        """Levels with `RUN/annotated/<level>.mlir`, in the manifest's lowering order."""
+        folder = self.root / "annotated"
+        if folder.exists() and not folder.is_dir():
+            raise BundleError(f"{folder}: expected a directory of annotated IR, found a file")
+        present = {path.stem for path in folder.glob("*.mlir") if path.is_file()}
+        ordered = [level for level in self.manifest().ir_levels if level in present]
+        return ordered + sorted(present - set(ordered))
+
+    # -- writing ------------------------------------------------------------------------------
 
     def write_manifest(self, manifest: Manifest) -> None:
         """Write `manifest.json` atomically."""
         write_bytes_atomic(
             self.manifest_path, orjson.dumps(manifest.to_json(), option=orjson.OPT_INDENT_2)
         )
+        self.__dict__.pop("_manifest", None)
 
-    def trace_paths(self) -> list[Path]:
-        """Absolute paths of the trace files the manifest lists."""
-        return [self.root / name for name in self.manifest().trace_files]
+    def record_coverage(self, coverage: Coverage) -> None:
+        """Merge `coverage` into `coverage.json` under its level."""
+        merged = {**self._coverages, coverage.level: coverage}
+        save_coverages(self.coverage_path, merged)
+        self.__dict__["_coverages"] = merged

@@ -8,7 +8,12 @@ from typing import Any
 
 import orjson
 
+from irprof.errors import CorrelationError
 from irprof.fileio import write_bytes_atomic
+
+# Below these a correlation found almost nothing: the trace most likely belongs to another model.
+MIN_TIME_COVERAGE = 0.05
+MIN_NONTRIVIAL_COVERAGE = 0.05
 
 # Op names that do no work worth profiling; excluded from `ops_nontrivial`.
 TRIVIAL_OPS = frozenset(
@@ -146,3 +151,24 @@ def load_coverages(path: str | Path) -> dict[str, Coverage]:
     """Read `coverage.json`."""
     obj = orjson.loads(Path(path).read_bytes())
     return {k: Coverage.from_json(v) for k, v in obj["levels"].items()}
+
+
+def check_coverage(coverage: Coverage, source: str) -> None:
+    """Refuse a near-empty correlation of `source`: its trace and IR do not belong together."""
+    if coverage.ops_nontrivial == 0 and coverage.profiled_ns == 0:
+        raise CorrelationError(
+            f"{source}: level '{coverage.level}' has no profiled op time and no "
+            "non-trivial ops; nothing to annotate"
+        )
+    if (
+        coverage.time_coverage < MIN_TIME_COVERAGE
+        or coverage.nontrivial_coverage < MIN_NONTRIVIAL_COVERAGE
+    ):
+        raise CorrelationError(
+            f"{source}: level '{coverage.level}' matched only "
+            f"{coverage.time_coverage:.1%} of profiled time and "
+            f"{coverage.nontrivial_coverage:.1%} of non-trivial ops "
+            f"({coverage.ops_nontrivial_annotated}/{coverage.ops_nontrivial}). The profile most "
+            "likely comes from another model or another trace of it (names depend on tracing "
+            "order); re-capture, or pass --allow-low-coverage to annotate anyway."
+        )

@@ -10,7 +10,6 @@ from iree.compiler import ir
 
 from irprof.analyses.profiled_ops import ProfiledModule, load_profiled_module
 from irprof.bundle import Manifest, RunBundle
-from irprof.coverage import Coverage, load_coverages
 from irprof.errors import BundleError, UsageError
 
 
@@ -24,17 +23,9 @@ class AnnotatedLevel:
     profiled: ProfiledModule
 
 
-def annotated_levels(bundle: RunBundle) -> list[str]:
-    """Levels with `RUN/annotated/<level>.mlir`, in the manifest's lowering order."""
-    manifest = bundle.manifest()
-    present = {p.stem for p in (bundle.root / "annotated").glob("*.mlir")}
-    ordered = [level for level in manifest.ir_levels if level in present]
-    return ordered + sorted(present - set(ordered))
-
-
 def require_annotated(bundle: RunBundle, level: str | None = None) -> str:
     """The level to show (default: the first annotated one); clear errors when there is none."""
-    levels = annotated_levels(bundle)
+    levels = bundle.annotated_levels()
     if not levels:
         raise BundleError(
             f"{bundle.root}: no annotated IR under annotated/; run `irprof annotate {bundle.root}`"
@@ -54,17 +45,6 @@ def load_annotated_level(bundle: RunBundle, level: str | None = None) -> Annotat
     path = bundle.annotated_path(chosen)
     module, profiled = load_profiled_module(path)
     return AnnotatedLevel(chosen, path, module, profiled)
-
-
-def bundle_coverages(bundle: RunBundle) -> dict[str, Coverage]:
-    """`coverage.json` by level ({} when the file is absent)."""
-    path = bundle.coverage_path
-    if not path.is_file():
-        return {}
-    try:
-        return load_coverages(path)
-    except (KeyError, TypeError, ValueError) as exc:
-        raise BundleError(f"{path}: malformed coverage record ({exc!r})") from exc
 
 
 def model_script(bundle: RunBundle, manifest: Manifest) -> str:

@@ -7,13 +7,11 @@ framework knowledge: an event maps to every op (at every annotated level) that l
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
-from irprof.analyses.bundle_views import annotated_levels, load_annotated_level
+from irprof.analyses.bundle_views import load_annotated_level
 from irprof.analyses.profiled_ops import ProfiledModule
 from irprof.bundle import Manifest, RunBundle
 from irprof.errors import BundleError
-from irprof.readers import read_trace
 from irprof.trace.model import Trace
 
 
@@ -65,21 +63,16 @@ class TraceExport:
 def load_trace_export(bundle: RunBundle, level: str | None = None) -> TraceExport:
     """The bundle's first trace file and its annotated levels (all, or just `level`)."""
     manifest = bundle.manifest()
-    paths = bundle.trace_paths()
-    if not paths:
-        raise BundleError(f"{bundle.manifest_path}: lists no trace file to export")
-    levels = [level] if level is not None else annotated_levels(bundle)
+    levels = [level] if level is not None else bundle.annotated_levels()
     loaded = [load_annotated_level(bundle, name) for name in levels]
     if not loaded:
         raise BundleError(
             f"{bundle.root}: no annotated IR under annotated/; run `irprof annotate {bundle.root}`"
         )
-    trace_path: Path = paths[0]
+    trace_path = bundle.primary_trace_path
     return TraceExport(
-        trace=read_trace(trace_path),
-        trace_path=str(trace_path.relative_to(bundle.root))
-        if trace_path.is_relative_to(bundle.root)
-        else str(trace_path),
+        trace=bundle.trace(),
+        trace_path=trace_path.relative_to(bundle.root).as_posix(),
         manifest=manifest,
         levels=tuple((item.level, item.profiled) for item in loaded),
     )

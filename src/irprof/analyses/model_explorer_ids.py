@@ -13,7 +13,9 @@ from dataclasses import dataclass
 
 from iree.compiler import ir
 
+from irprof.analyses.bundle_views import load_annotated_level
 from irprof.analyses.profiled_ops import ProfiledModule
+from irprof.bundle import RunBundle
 
 
 @dataclass(frozen=True)
@@ -74,3 +76,9 @@ class NodeDataExport:
     level: str
     profiled: ProfiledModule
     nodes: dict[int, ExplorerNode]  # op walk index -> Model Explorer node
+
+
+def load_node_data_export(bundle: RunBundle, level: str | None = None) -> NodeDataExport:
+    """One annotated level of `bundle` as Model Explorer node data (default: the first)."""
+    loaded = load_annotated_level(bundle, level)
+    return NodeDataExport(loaded.level, loaded.profiled, explorer_node_ids(loaded.module))

@@ -11,8 +11,6 @@ from iree.compiler import ir
 
 from irprof.analyses.bundle_views import (
     AnnotatedLevel,
-    annotated_levels,
-    bundle_coverages,
     load_annotated_level,
 )
 from irprof.analyses.hotspots import HotspotTable, hotspots
@@ -21,7 +19,6 @@ from irprof.bundle import Manifest, RunBundle
 from irprof.coverage import Coverage
 from irprof.dag import EventDag, build_event_dag
 from irprof.errors import BundleError, IrprofError
-from irprof.readers import read_trace
 
 IR_TEXT_LIMIT = 4000  # characters of one op's IR shown in the report
 IR_TEXT_OPS = 3000  # ops whose IR text is embedded (annotated first, then unannotated)
@@ -164,17 +161,12 @@ def _load_dag(path: Path) -> dict[str, Any] | None:
 
 
 def _event_dag(bundle: RunBundle) -> tuple[EventDag | None, str]:
-    """The causal event DAG of the bundle's first trace file, or None and the reason."""
-    paths = bundle.trace_paths()
-    if not paths:
-        return None, "the manifest lists no trace file"
+    """The causal event DAG of the bundle's primary trace, or None and the reason."""
     try:
-        trace = read_trace(paths[0])
+        trace = bundle.trace()
+        relative = bundle.primary_trace_path.relative_to(bundle.root).as_posix()
     except IrprofError as exc:
         return None, f"trace not readable: {exc}"
-    relative = (
-        paths[0].relative_to(bundle.root) if paths[0].is_relative_to(bundle.root) else paths[0]
-    )
     return build_event_dag(trace, mode="causal"), f"causal DAG of {relative}"
 
 
@@ -184,12 +176,12 @@ def build_report_data(
     """Load every annotated level of `bundle` and compute what the report shows."""
     graph_options = graph_options or OpGraphOptions()
     manifest = bundle.manifest()
-    levels = annotated_levels(bundle)
+    levels = bundle.annotated_levels()
     if not levels:
         raise BundleError(
             f"{bundle.root}: no annotated IR under annotated/; run `irprof annotate {bundle.root}`"
         )
-    coverages = bundle_coverages(bundle)
+    coverages = bundle.coverages()
     reports = tuple(
         _level_report(load_annotated_level(bundle, level), coverages.get(level), graph_options)
         for level in levels

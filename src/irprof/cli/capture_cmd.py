@@ -1,25 +1,24 @@
-"""`irprof capture <framework> SCRIPT -o RUN`: one subcommand per framework."""
+"""`irprof capture <framework> SCRIPT -o RUN`: one subcommand per registered framework."""
 
 from __future__ import annotations
 
-import importlib
+from collections.abc import Callable
+from typing import cast
 
 import typer
 
-# Each module defines `register(capture_app: typer.Typer) -> None` adding one subcommand.
-FRAMEWORK_CLI_MODULES = (
-    "irprof.cli.capture_tf",
-    "irprof.cli.capture_jax",
-    "irprof.cli.capture_torch",
-)
+from irprof.frameworks import get_all_frameworks
+from irprof.registry import load_reference
 
 
 def register(app: typer.Typer) -> None:
-    """Add the `capture` command group."""
+    """Add the `capture` command group with each framework's subcommand."""
     capture_app = typer.Typer(
         help="Run a model script under its framework's profiler and write a run bundle.",
         no_args_is_help=True,
     )
-    for module_name in FRAMEWORK_CLI_MODULES:
-        importlib.import_module(module_name).register(capture_app)
+    frameworks = get_all_frameworks()
+    for name in frameworks.in_order():
+        add = cast(Callable[[typer.Typer], None], load_reference(frameworks.get(name).cli))
+        add(capture_app)
     app.add_typer(capture_app, name="capture")

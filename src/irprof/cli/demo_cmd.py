@@ -12,16 +12,14 @@ from rich.console import Console
 from irprof.analyses.bundle_views import load_annotated_level, model_script
 from irprof.analyses.hotspots import hotspots
 from irprof.analyses.report_data import build_report_data
-from irprof.annotate import annotate_bundle
+from irprof.annotate import annotatable_levels, annotate_bundle
 from irprof.bundle import RunBundle
-from irprof.capture.registry import get_all_capturers
-from irprof.correlate import get_all_correlators
 from irprof.coverage import Coverage
 from irprof.dag import build_event_dag
 from irprof.dag.export import save_dag_json
 from irprof.errors import UsageError
 from irprof.fileio import write_bytes_atomic
-from irprof.readers import read_trace
+from irprof.frameworks import get_all_frameworks
 from irprof.renderers.dag_svg import DagSvgRenderer
 from irprof.renderers.hotspot_table import hotspot_rich_table
 from irprof.renderers.report_html import RENDERER as REPORT_RENDERER
@@ -43,7 +41,7 @@ def _fresh_output(out: Path) -> None:
     """Replace an earlier demo bundle; never delete a directory irprof did not write."""
     if not out.exists():
         return
-    if not RunBundle(out).manifest_path.is_file():
+    if not RunBundle(out).is_bundle():
         raise UsageError(f"{out}: exists and is not a run bundle; choose another -o")
     shutil.rmtree(out)
 
@@ -65,7 +63,7 @@ def coverage_line(coverage: Coverage) -> str:
 
 def demo(
     framework: Annotated[
-        str, typer.Option("--framework", "-f", help="Stack to demonstrate: tf, jax or torch.")
+        str, typer.Option("--framework", "-f", help="Stack to demonstrate (see `irprof capture`).")
     ] = "tf",
     output: Annotated[Path, typer.Option("-o", "--output", help="Run bundle to write.")] = Path(
         "demo-run"
@@ -74,27 +72,25 @@ def demo(
 ) -> None:
     """Run the whole loop on the framework's bundled example and say where every output is."""
     console = Console(highlight=False)
-    adapter = get_all_capturers().get(framework)
-    script = _example_path(adapter.example)
+    chosen = get_all_frameworks().get(framework)
+    script = _example_path(chosen.example)
     _fresh_output(output)
 
-    console.rule(f"[bold]1/4 capture[/] {adapter.example} under the {framework} profiler")
-    bundle = adapter.capture(script, output)
+    console.rule(f"[bold]1/4 capture[/] {chosen.example} under the {framework} profiler")
+    bundle = chosen.capture_run(script, output, **chosen.demo_options)
     shown = RunBundle(output)  # paths as the user wrote them, for the messages
     manifest = bundle.manifest()
     console.print(f"IR levels: {', '.join(manifest.ir_levels)}; trace: {manifest.trace_files[0]}")
 
     console.rule("[bold]2/4 correlate and annotate[/]")
-    correlator = get_all_correlators().get(framework)
-    levels = [level for level in correlator.levels if level in manifest.ir_levels]
+    levels = annotatable_levels(bundle)
     for level in levels:
         outcome = annotate_bundle(bundle, level)
         console.print(coverage_line(outcome.coverage), markup=False)
     console.print(f"full coverage reports: irprof annotate {shown.root} --level LEVEL")
 
     console.rule("[bold]3/4 event DAG and report[/]")
-    trace = read_trace(bundle.trace_paths()[0])
-    event_dag = build_event_dag(trace, "causal")
+    event_dag = build_event_dag(bundle.trace(), "causal")
     save_dag_json(event_dag, bundle.dag_path)
     dag_svg = bundle.root / "dag.svg"
     write_bytes_atomic(dag_svg, DagSvgRenderer(max_nodes=DAG_SVG_NODES).render(event_dag))

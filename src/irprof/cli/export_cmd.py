@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any, cast
 
 import typer
 from rich.console import Console
 
-from irprof.analyses.exports import get_export_inputs
 from irprof.bundle import RunBundle
 from irprof.fileio import write_bytes_atomic
+from irprof.registry import load_reference
 from irprof.renderers.base import get_export_renderers
 
 
@@ -25,7 +26,8 @@ def export(
 ) -> None:
     """Export a run for Perfetto / chrome://tracing or as Model Explorer node data."""
     renderer = get_export_renderers().get(to)
-    data = get_export_inputs().get(to)(RunBundle(run), level)
+    build_input = cast(Callable[[RunBundle, str | None], Any], load_reference(renderer.input))
+    data = build_input(RunBundle(run), level)
     write_bytes_atomic(output, renderer.render(data))
     Console(highlight=False, stderr=True).print(f"{to} export -> {output}", markup=False)
 

@@ -1,16 +1,17 @@
-"""The correlator contract and registry: bundle + level -> per-op profile + coverage."""
+"""The correlator contract: loaded run bundle + level -> per-op profile + coverage.
+
+Correlators are registered per framework in `irprof.frameworks`. They read their inputs through
+the bundle's loader (`bundle.manifest()`, `bundle.trace()`, `bundle.ir(level)`), never by path.
+"""
 
 from __future__ import annotations
 
-import functools
-import importlib
 from dataclasses import dataclass
 from typing import Protocol
 
 from irprof.bundle import RunBundle
 from irprof.coverage import Coverage
 from irprof.opprofile import OpProfile
-from irprof.registry import Registry
 
 
 @dataclass(frozen=True)
@@ -39,22 +40,3 @@ class Correlator(Protocol):
     ) -> CorrelationResult:
         """Join the bundle's trace to the ops of `RUN/ir/<level>.mlir`."""
         ...
-
-
-def _lazy(module: str) -> Correlator:
-    loaded: Correlator = importlib.import_module(module).CORRELATOR
-    return loaded
-
-
-_CORRELATORS: Registry[Correlator] = Registry("correlator")
-for _framework, _module in (
-    ("tf", "irprof.correlate.tf"),
-    ("jax", "irprof.correlate.jax"),
-    ("torch", "irprof.correlate.torch"),
-):
-    _CORRELATORS.register(_framework, functools.partial(_lazy, _module))
-
-
-def get_all_correlators() -> Registry[Correlator]:
-    """framework name -> correlator (lazily imported)."""
-    return _CORRELATORS

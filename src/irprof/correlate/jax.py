@@ -35,12 +35,9 @@ from irprof.correlate.hlo_attribution import Attribution, attribute, rounded, th
 from irprof.correlate.hlo_ir_index import IrOpIndex
 from irprof.coverage import UnmatchedEvent, is_trivial_op
 from irprof.errors import BundleError, CorrelationError, TraceFormatError
-from irprof.mlir.context import make_context
 from irprof.mlir.coverage_ops import coverage_for
-from irprof.mlir.load import load_module
 from irprof.mlir.op_index import derive_op_infos
 from irprof.opprofile import OpKey, OpProfile, OpProfileEntry, ProfileData
-from irprof.readers import read_trace
 from irprof.trace.model import Trace
 
 LEVEL = "stablehlo"
@@ -50,21 +47,9 @@ NO_WORK_REASON = "(no run-time work)"
 RULES = {"default": "flops", "flops": "flops", "even": "even"}
 
 
-def _trace_path(bundle: RunBundle, manifest: Manifest) -> Path:
-    """The XPlane among the manifest's trace files (it carries the HloProtos), else the first."""
-    paths = [bundle.root / name for name in manifest.trace_files]
-    for path in paths:
-        if path.name.endswith(".xplane.pb") and path.is_file():
-            return path
-    for path in paths:
-        if path.is_file():
-            return path
-    raise BundleError(f"{bundle.root}: none of the manifest's trace files exists")
-
-
 def _module_name(trace: Trace, manifest: Manifest) -> str:
     """The profiled HLO module: the manifest's, else the one with the most thunk time."""
-    declared = str(manifest.options.get("hlo_module", ""))
+    declared = manifest.option_str("hlo_module", "")
     if declared:
         return declared
     totals: dict[str, int] = defaultdict(int)
@@ -92,12 +77,13 @@ def load_program(
         except ValueError as exc:
             warnings.append(str(exc))
     hlo_text = bundle.root / HLO_TEXT
-    if not hlo_text.is_file():
+    if not hlo_text.exists():
         raise CorrelationError(
             f"{trace_path}: no HloProto for module '{module_name}' in the trace's metadata plane "
             f"and no {HLO_TEXT} in {bundle.root}; re-capture with `irprof capture jax`"
         )
     warnings.append(f"HloProto of {module_name} not in the trace; used {HLO_TEXT}")
+    hlo_text = bundle.member(HLO_TEXT, what="optimized HLO text")
     try:
         return parse_hlo_text(hlo_text.read_text(encoding="utf-8")), warnings
     except ValueError as exc:
@@ -213,16 +199,13 @@ class JaxCorrelator:
                 f"unknown fused-time rule '{options.fused_time_rule}' (known: {', '.join(RULES)})"
             )
         manifest = bundle.manifest()
-        trace_path = _trace_path(bundle, manifest)
-        trace = read_trace(trace_path)
+        # The XPlane, when listed, is the primary trace: it carries the HloProtos.
+        trace_path = bundle.primary_trace_path
+        trace = bundle.trace()
         module_name = _module_name(trace, manifest)
         program, warnings = load_program(trace, module_name, bundle, trace_path)
-        ir_path = bundle.ir_path(level)
-        if not ir_path.is_file():
-            raise BundleError(f"{ir_path}: missing; the bundle has no StableHLO")
-        module = load_module(ir_path, make_context())
         return correlate_program(
-            module,
+            bundle.ir(level),
             trace,
             program,
             module_name,

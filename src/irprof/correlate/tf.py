@@ -50,13 +50,10 @@ from irprof.correlate.base import CorrelationOptions, CorrelationResult
 from irprof.correlate.tf_graph import ModuleView, fused_chain, share_time
 from irprof.coverage import Coverage, UnmatchedEvent, is_trivial_op
 from irprof.errors import BundleError
-from irprof.mlir.context import make_context
 from irprof.mlir.coverage_ops import coverage_for
 from irprof.mlir.keys import split_function_suffix
-from irprof.mlir.load import load_module
 from irprof.mlir.locations import render
 from irprof.opprofile import OpProfile, OpProfileEntry, ProfileData
-from irprof.readers import read_trace
 from irprof.trace.model import EventKind, Trace
 
 TF_LEVELS = ("tf", "tf-standard", "post-grappler")
@@ -118,19 +115,23 @@ def _step_mask(trace: Trace, marker: str) -> np.ndarray:
 
 
 def _trace_file(bundle: RunBundle) -> Path:
-    files = [p for p in bundle.trace_paths() if p.name.endswith(".xplane.pb")]
-    if not files:
+    path = bundle.primary_trace_path
+    if not path.name.endswith(".xplane.pb"):
         raise BundleError(f"{bundle.manifest_path}: lists no .xplane.pb trace file")
-    return files[0]
+    return path
 
 
 def _runtime_graph(bundle: RunBundle) -> tuple[dict[str, str], str] | None:
     """Node name -> op type of the graph the runtime executed, and where that graph came from."""
     name = bundle.manifest().options.get("runtime_graph")
-    if not name or not (bundle.root / name).is_file():
+    if not name:
         return None
-    graph = json.loads((bundle.root / name).read_text())
-    nodes = {node: spec["op"] for node, spec in graph["nodes"].items()}
+    path = bundle.member(str(name), what="runtime graph")
+    try:
+        graph = json.loads(path.read_text(encoding="utf-8"))
+        nodes = {str(node): str(spec["op"]) for node, spec in graph["nodes"].items()}
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise BundleError(f"{path}: malformed runtime graph ({exc!r})") from exc
     return nodes, str(graph.get("source", "offline grappler"))
 
 
@@ -246,8 +247,7 @@ class TfCorrelator:
         self, bundle: RunBundle, level: str, options: CorrelationOptions
     ) -> CorrelationResult:
         """Join the bundle's XPlane trace to the ops of `RUN/ir/<level>.mlir`."""
-        module = load_module(bundle.ir_path(level), make_context())
-        return correlate_module(bundle, module, level, options)
+        return correlate_module(bundle, bundle.ir(level), level, options)
 
 
 def correlate_module(
@@ -261,9 +261,9 @@ def correlate_module(
     if manifest.framework != "tf":
         raise BundleError(f"{bundle.manifest_path}: framework is {manifest.framework!r}, not tf")
     trace_path = _trace_file(bundle)
-    trace = read_trace(trace_path)
+    trace = bundle.trace()
     view = ModuleView.of(module)
-    in_steps = _step_mask(trace, str(manifest.options.get("step_marker", "irprof_step")))
+    in_steps = _step_mask(trace, manifest.option_str("step_marker", "irprof_step"))
     op_rows = np.nonzero(in_steps & (trace.kind == int(EventKind.FRAMEWORK_OP)))[0]
     warnings: list[str] = []
     if len(op_rows):
@@ -297,10 +297,9 @@ def _raw_level(bundle: RunBundle, level: str) -> Callable[[], ModuleView | None]
 
     @functools.cache
     def load() -> ModuleView | None:
-        path = bundle.ir_path(RAW_LEVEL)
-        if level == RAW_LEVEL or not path.is_file():
+        if level == RAW_LEVEL or RAW_LEVEL not in bundle.manifest().ir_levels:
             return None
-        return ModuleView.of(load_module(path, make_context()))
+        return ModuleView.of(bundle.ir(RAW_LEVEL))
 
     return load
 
@@ -318,7 +317,8 @@ def _coverage(
     runtime = _runtime_graph(bundle)
     silent = SILENT
     recorded = bundle.manifest().options.get("recorded_tracer_options", {})
-    if int(recorded.get("host_tracer_level", 3)) < 3:
+    host_level = recorded.get("host_tracer_level", 3) if isinstance(recorded, dict) else 3
+    if isinstance(host_level, int) and host_level < 3:
         silent += " (host tracer level below 3 skips cheap kernels: capture with --host-level 3)"
     # Constant folding replaces some nodes by `ConstantFolding/<node>-<suffix>` constants.
     folded = {

@@ -26,16 +26,13 @@ from irprof.capture.torch_locations import FxNodeName
 from irprof.correlate.base import CorrelationOptions, CorrelationResult
 from irprof.correlate.torch_events import FxCall, load_fx_calls, match_events, top_level_op_events
 from irprof.coverage import UnmatchedEvent, is_trivial_op
-from irprof.errors import BundleError, CorrelationError
+from irprof.errors import CorrelationError
 from irprof.mlir.annotation import has_profile
-from irprof.mlir.context import make_context
 from irprof.mlir.coverage_ops import coverage_for
-from irprof.mlir.load import load_module
 from irprof.mlir.locations import render
 from irprof.mlir.op_index import OpInfo, derive_op_infos
+from irprof.mlir.reattach import reattach
 from irprof.opprofile import OpProfile, OpProfileEntry, ProfileData
-from irprof.passes.reattach import reattach
-from irprof.readers import read_trace
 from irprof.trace.model import Trace
 
 DEFAULT_FX_NODES = "ir/torch.fx.json"
@@ -111,8 +108,7 @@ def correlate_torch_level(
     bundle: RunBundle, trace: Trace, calls: Sequence[FxCall], rule: str = "default"
 ) -> CorrelationResult:
     """The torch-dialect level: events -> call nodes -> ops."""
-    module = load_module(bundle.ir_path("torch"), make_context())
-    infos = derive_op_infos(module)
+    infos = derive_op_infos(bundle.ir("torch"))
     grouped = ops_by_node(infos)
     named_by_any_op = set(ops_by_node(infos, trivial=True))
     events = top_level_op_events(trace)
@@ -215,7 +211,7 @@ def correlate_linalg_level(bundle: RunBundle, upper: OpProfile) -> CorrelationRe
     parser rebuilds them without locations. They are left out of the op counts (and counted in
     `extra["implicit_body_ops"]`) since no profile could name them and no reader sees them.
     """
-    module = load_module(bundle.ir_path("linalg"), make_context())
+    module = bundle.load_ir("linalg")  # reattach annotates it: keep the cached one pristine
     lower = reattach(module, upper, level="linalg")
     all_infos = derive_op_infos(module)
     infos = [info for info in all_infos if not _is_implicit_body(info)]
@@ -276,18 +272,14 @@ def _has_location(info: OpInfo) -> bool:
 
 def _trace_name(bundle: RunBundle) -> str:
     """The bundle's trace file, relative to the bundle."""
-    files = bundle.manifest().trace_files
-    if not files:
-        raise BundleError(f"{bundle.manifest_path}: lists no trace file")
-    return files[0]
+    return bundle.primary_trace_path.relative_to(bundle.root).as_posix()
 
 
 def load_bundle_inputs(bundle: RunBundle) -> tuple[Trace, list[FxCall]]:
     """The bundle's trace and exported call nodes."""
     manifest = bundle.manifest()
-    trace = read_trace(bundle.root / _trace_name(bundle))
-    fx_path = bundle.root / str(manifest.options.get("fx_nodes", DEFAULT_FX_NODES))
-    return trace, load_fx_calls(fx_path)
+    fx_path = bundle.member(manifest.option_str("fx_nodes", DEFAULT_FX_NODES), what="FX nodes")
+    return bundle.trace(), load_fx_calls(fx_path)
 
 
 @dataclass(frozen=True)

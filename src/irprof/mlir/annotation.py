@@ -280,7 +280,7 @@ def strip_profiles(module: ir.Module | ir.Operation) -> int:
 
 @dataclass(frozen=True)
 class ModuleSummary:
-    """What `irprof.summary` records on the module op."""
+    """What `irprof.summary` records on the module op (one layout, whoever annotated)."""
 
     source_trace: str
     framework: str
@@ -289,11 +289,20 @@ class ModuleSummary:
     attributed_ns: int
     ops_total: int
     ops_annotated: int
+    entries_unmatched: int
     time_coverage: float
     nontrivial_coverage: float
+    reattached_from: str  # the upper level a lowered level was annotated from, else ""
 
     @staticmethod
-    def of(coverage: Coverage, *, source_trace: str, framework: str) -> ModuleSummary:
+    def of(
+        coverage: Coverage,
+        *,
+        source_trace: str,
+        framework: str,
+        entries_unmatched: int = 0,
+        reattached_from: str = "",
+    ) -> ModuleSummary:
         """The summary of one annotate step from its coverage record."""
         return ModuleSummary(
             source_trace=source_trace,
@@ -303,8 +312,10 @@ class ModuleSummary:
             attributed_ns=coverage.attributed_ns,
             ops_total=coverage.ops_total,
             ops_annotated=coverage.ops_annotated,
+            entries_unmatched=entries_unmatched,
             time_coverage=coverage.time_coverage,
             nontrivial_coverage=coverage.nontrivial_coverage,
+            reattached_from=reattached_from,
         )
 
 

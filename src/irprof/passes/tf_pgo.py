@@ -20,13 +20,13 @@ from typing import ClassVar
 
 from iree.compiler import ir
 
-from irprof.annotate import check_coverage
 from irprof.bundle import RunBundle
 from irprof.correlate.base import CorrelationOptions
 from irprof.correlate.tf import CORRELATOR, correlate_module
+from irprof.coverage import check_coverage
 from irprof.errors import PipelineError
-from irprof.mlir.annotation import Layout, ModuleSummary, attach_summary
-from irprof.passes.annotate import apply_opprofile
+from irprof.mlir.annotation import Layout
+from irprof.mlir.apply_profile import annotate_module
 
 # Passes run on the annotated module, in order; each reads `irprof.profile` attributes.
 PROFILE_GUIDED_PASSES: tuple[Callable[[ir.Operation], None], ...] = ()
@@ -59,13 +59,7 @@ class TfPgoPass:
             bundle, root, self.level, CorrelationOptions(fused_time_rule=self.fused_time_rule)
         )
         if not self.allow_low_coverage:
-            check_coverage(result.coverage, bundle)
-        apply_opprofile(root, result.opprofile, layout=self.attr)
-        attach_summary(
-            root,
-            ModuleSummary.of(
-                result.coverage, source_trace=result.opprofile.source_trace, framework="tf"
-            ),
-        )
+            check_coverage(result.coverage, str(bundle.root))
+        annotate_module(root, result.opprofile, layout=self.attr, coverage=result.coverage)
         for profile_guided in PROFILE_GUIDED_PASSES:
             profile_guided(root)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -22,20 +20,10 @@ class Renderer(Protocol):
         ...
 
 
-def _lazy(module: str, attribute: str = "RENDERER") -> Renderer:
-    loaded: Renderer = getattr(importlib.import_module(module), attribute)
-    return loaded
+class ExportRenderer(Renderer, Protocol):
+    """A renderer of a whole run bundle; `input` names `(bundle, level | None) -> data`."""
 
-
-def _factory(module: str, attribute: str) -> Callable[[], Renderer]:
-    return lambda: _lazy(module, attribute)
-
-
-def _registry(kind: str, entries: tuple[tuple[str, str, str], ...]) -> Registry[Renderer]:
-    registry: Registry[Renderer] = Registry(kind)
-    for name, module, attribute in entries:
-        registry.register(name, _factory(module, attribute))
-    return registry
+    input: str  # "module:function" building the renderer's data from a `RunBundle`
 
 
 # Op graph format by file extension, so choosing a format imports only its renderer.
@@ -48,24 +36,17 @@ OP_GRAPH_EXTENSIONS = {
 }
 
 
-_OP_GRAPH = _registry(
-    "op graph format",
-    (
-        ("dot", "irprof.renderers.op_graph_dot", "RENDERER"),
-        ("svg", "irprof.renderers.op_graph_svg", "RENDERER"),
-        ("graphml", "irprof.renderers.op_graph_graphml", "RENDERER"),
-        ("html", "irprof.renderers.op_graph_html", "RENDERER"),
-    ),
-)
+_OP_GRAPH: Registry[Renderer] = Registry("op graph format")
+_OP_GRAPH.register("dot", "irprof.renderers.op_graph_dot:RENDERER")
+_OP_GRAPH.register("svg", "irprof.renderers.op_graph_svg:RENDERER")
+_OP_GRAPH.register("graphml", "irprof.renderers.op_graph_graphml:RENDERER")
+_OP_GRAPH.register("html", "irprof.renderers.op_graph_html:RENDERER")
 
-_EXPORTS = _registry(
-    "export format",
-    (
-        ("perfetto", "irprof.renderers.perfetto", "PERFETTO"),
-        ("chrome", "irprof.renderers.perfetto", "CHROME"),
-        ("model-explorer", "irprof.renderers.model_explorer", "RENDERER"),
-    ),
-)
+# Export formats read a run bundle: each renderer names its input builder in `input`.
+_EXPORTS: Registry[ExportRenderer] = Registry("export format")
+_EXPORTS.register("perfetto", "irprof.renderers.perfetto:PERFETTO")
+_EXPORTS.register("chrome", "irprof.renderers.perfetto:CHROME")
+_EXPORTS.register("model-explorer", "irprof.renderers.model_explorer:RENDERER")
 
 
 def get_op_graph_renderers() -> Registry[Renderer]:
@@ -73,7 +54,7 @@ def get_op_graph_renderers() -> Registry[Renderer]:
     return _OP_GRAPH
 
 
-def get_export_renderers() -> Registry[Renderer]:
+def get_export_renderers() -> Registry[ExportRenderer]:
     """Run-bundle export renderers by format name (`perfetto`, `chrome`, `model-explorer`)."""
     return _EXPORTS
 

@@ -80,9 +80,12 @@ def relative_luminance(rgb: tuple[int, int, int]) -> float:
     return 0.2126 * red + 0.7152 * green + 0.0722 * blue
 
 
+INFERNO = ColorMap("inferno", _INFERNO, low=0.12, high=0.98)
+VIRIDIS = ColorMap("viridis", _VIRIDIS)
+
 _MAPS: Registry[ColorMap] = Registry("colour map")
-_MAPS.register("inferno", lambda: ColorMap("inferno", _INFERNO, low=0.12, high=0.98))
-_MAPS.register("viridis", lambda: ColorMap("viridis", _VIRIDIS))
+_MAPS.register("inferno", "irprof.renderers.colormap:INFERNO")
+_MAPS.register("viridis", "irprof.renderers.colormap:VIRIDIS")
 
 
 def get_all_colormaps() -> Registry[ColorMap]:

@@ -37,6 +37,8 @@ class ModelExplorerRenderer:
 
     name: str = "model-explorer"
     extension: str = ".json"
+    # What the renderer reads from a run bundle: `(bundle, level | None) -> NodeDataExport`.
+    input: str = "irprof.analyses.model_explorer_ids:load_node_data_export"
 
     def render(self, data: NodeDataExport) -> bytes:
         """JSON bytes."""

@@ -150,6 +150,8 @@ class ChromeTraceRenderer:
 
     name: str
     extension: str = ".json"
+    # What the renderer reads from a run bundle: `(bundle, level | None) -> TraceExport`.
+    input: str = "irprof.analyses.event_ops:load_trace_export"
 
     def render(self, data: TraceExport) -> bytes:
         """JSON bytes."""

@@ -1,0 +1,97 @@
+"""Re-derive annotations on lowered IR from an upper level's origin-keyed profile.
+
+The upper level was stamped (`irprof-stamp-origin`) before it was correlated, so its entries
+carry `origin` keys, and lowering kept the stamps inside the lowered ops' locations. Each lowered
+op is matched to the upper entries whose origins it carries:
+- one origin: the op gets that origin's data; when the origin reaches several lowered ops (a
+  split), each carries the full data and `source` says `split 1/N`, so do not sum them;
+- several origins (the lowering fused ops): the op gets the sum of their time, `fused_with`
+  lists the origins, and `source` names them all.
+Trivial ops (`irprof.coverage.is_trivial_op`: containers, constants, terminators) are skipped:
+they inherit their neighbours' locations but do no work.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from iree.compiler import ir
+
+from irprof.coverage import is_trivial_op
+from irprof.errors import PipelineError
+from irprof.mlir.annotation import AttributeBuilder, Layout, attach_profile
+from irprof.mlir.locations import render
+from irprof.mlir.op_index import derive_op_infos
+from irprof.opprofile import OpProfile, OpProfileEntry, ProfileData
+
+
+def _merge(origins: list[str], data: list[ProfileData]) -> ProfileData:
+    """The data of an op several upper ops were fused into: their time adds up."""
+    total = sum(d.total_ns for d in data)
+    count = max(d.count for d in data)
+    return ProfileData(
+        count=count,
+        total_ns=total,
+        mean_ns=total // count if count else 0,
+        min_ns=sum(d.min_ns for d in data),
+        max_ns=sum(d.max_ns for d in data),
+        first_ts_ns=min(d.first_ts_ns for d in data),
+        fraction=sum(d.fraction for d in data),
+        kernels=tuple(dict.fromkeys(k for d in data for k in d.kernels)),
+        fused_with=tuple(origins),
+        source="reattach:fused " + "+".join(origins),
+    )
+
+
+def reattach(
+    root: ir.Module | ir.Operation, upper: OpProfile, *, level: str, layout: Layout = "irprof"
+) -> OpProfile:
+    """Annotate lowered `root` from `upper`'s origin-keyed entries; returns the lower OpProfile."""
+    by_origin: dict[str, ProfileData] = {}
+    for entry in upper.entries:
+        if entry.key.origin is not None:
+            by_origin[entry.key.origin] = entry.data
+    if upper.entries and not by_origin:
+        raise PipelineError(
+            f"reattach: no entry of the '{upper.level}' profile has an origin key; run "
+            "irprof-stamp-origin on that level before correlating it"
+        )
+    infos = derive_op_infos(root)
+    reached: list[list[str]] = []
+    reach_count: dict[str, int] = defaultdict(int)
+    for info in infos:
+        # Containers, constants and terminators inherit locations too but do no work.
+        if is_trivial_op(info.op_name):
+            reached.append([])
+            continue
+        # A lower level's own stamps may wrap the upper ones; only profiled origins count.
+        found = [o for o in info.keys.origins if o in by_origin]
+        reached.append(found)
+        for origin in found:
+            reach_count[origin] += 1
+    operation = root.operation if isinstance(root, ir.Module) else root
+    builder = AttributeBuilder(operation.context)
+    seen_split: dict[str, int] = defaultdict(int)
+    entries: list[OpProfileEntry] = []
+    for info, found in zip(infos, reached, strict=True):
+        if not found:
+            continue
+        if len(found) == 1:
+            origin = found[0]
+            data = by_origin[origin]
+            seen_split[origin] += 1
+            parts = reach_count[origin]
+            note = f" split {seen_split[origin]}/{parts}" if parts > 1 else ""
+            data = ProfileData(**{**data.__dict__, "source": f"reattach:{origin}{note}"})
+        else:
+            data = _merge(found, [by_origin[o] for o in found])
+        attach_profile(info.op, data, layout=layout, builder=builder)
+        entries.append(OpProfileEntry(info.key, data, info.op_name, render(info.loc)))
+    lower = OpProfile(
+        level=level,
+        framework=upper.framework,
+        entries=tuple(entries),
+        totals={**upper.totals, "reattached_from": upper.level},
+        source_trace=upper.source_trace,
+    )
+    return lower
