@@ -143,7 +143,6 @@ def test_bundle_refuses_symlinks_out_and_non_regular_files(tmp_path: Path) -> No
 
 
 def test_registry_is_lazy_and_rejects_duplicates() -> None:
-    loads: list[str] = []
     registry: Registry[object] = Registry("thing")
     registry.register("one", "irprof_lazy_probe:VALUE")
     assert "irprof_lazy_probe" not in sys.modules

@@ -170,5 +170,5 @@ def test_missing_level_ir_is_a_bundle_error(
     _use(monkeypatch, GOOD_EVENTS)
     bundle = _bundle(tmp_path)
     bundle.ir_path("tf").unlink()
-    with pytest.raises(BundleError, match="IR level .tf. named by manifest.json is missing"):
+    with pytest.raises(BundleError, match=r"IR level .tf. named by manifest.json is missing"):
         annotate_bundle(bundle)
