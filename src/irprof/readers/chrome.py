@@ -91,6 +91,7 @@ PHASE_CODES = {
     "f": PHASE_FLOW_END,
 }
 MAX_METADATA_FIELD_BYTES = 4096
+UTF8_BOM = b"\xef\xbb\xbf"
 
 
 class _PhaseCodes(dict[str, int]):
@@ -277,6 +278,8 @@ def _flow_points(
 
 def read_chrome(path: Path, data: bytes) -> Trace:
     """Parse Chrome Trace Event JSON (object or bare-array form) into a Trace."""
+    if data.startswith(UTF8_BOM):  # some Windows tools write one; JSON parsers refuse it
+        data = data[len(UTF8_BOM) :]
     data, replaced = repair_utf8(data)
     warnings = [f"{replaced} invalid UTF-8 sequence(s) replaced by U+FFFD"] if replaced else []
     try:

@@ -97,17 +97,17 @@ def summary_tables(summary: TraceSummary) -> list[Table]:
 
 
 def rank_table(table: RankTable) -> Table:
-    """One row per rank; stragglers marked."""
+    """One row per rank; stragglers marked; the trace file names under the table."""
     title = (
         f"Ranks (median step {format_ns(table.median_step_ns)}; straggler: more than "
         f"{table.threshold:.0%} slower)"
     )
-    rich_table = Table(title=title, title_justify="left")
+    files = "\n".join(f"rank {rank.rank}: {Path(rank.source).name}" for rank in table.ranks)
+    rich_table = Table(title=title, title_justify="left", caption=files, caption_justify="left")
     rich_table.add_column("rank", justify="right")
-    for column in ("steps", "step time", "compute", "comm", "memory", "idle"):
-        rich_table.add_column(column, justify="right")
+    for column in ("steps", "step", "compute", "comm", "memory", "idle"):
+        rich_table.add_column(column, justify="right", no_wrap=True)
     rich_table.add_column("straggler")
-    rich_table.add_column("trace")
     for rank in table.ranks:
         rich_table.add_row(
             str(rank.rank),
@@ -118,6 +118,5 @@ def rank_table(table: RankTable) -> Table:
             format_ns(rank.memory_ns),
             format_ns(rank.idle_ns),
             "yes" if rank.straggler else "",
-            cell_name(Path(rank.source).name),
         )
     return rich_table
