@@ -163,8 +163,8 @@ def test_rank_directory_gives_a_rank_table(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # GIVEN a directory with the two ranks of one run
-    for rank in (0, 1):
-        name = f"trace_filter__sampled_rank-{rank}.json.gz"
+    for number in (0, 1):
+        name = f"trace_filter__sampled_rank-{number}.json.gz"
         shutil.copy(PUBLIC / name, tmp_path / name)
     table = summarize_ranks(sorted(tmp_path.glob("*.json.gz")))
     # THEN ranks come from distributedInfo, step time is the ProfilerStep mean
