@@ -24,13 +24,13 @@ from typing import TypeVar
 
 from iree.compiler import ir
 
-from irprof.mlir.annotation import PROFILE_ATTR, AttributeBuilder
+from irprof.mlir.apply_profile import apply_opprofile
 from irprof.mlir.context import make_context
-from irprof.mlir.gcpause import gc_paused
+from irprof.mlir.gc_pause import gc_paused
 from irprof.mlir.load import load_module, print_module
 from irprof.mlir.op_index import OpIndex, derive_op_keys
+from irprof.mlir.profile_attrs import PROFILE_ATTR, AttributeBuilder
 from irprof.opprofile import OpKey, OpProfile, OpProfileEntry, ProfileData
-from irprof.mlir.apply_profile import apply_opprofile
 
 T = TypeVar("T")
 

@@ -8,16 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from irprof.annotate import annotate_bundle
 from irprof.bundle import RunBundle
 from irprof.correlate.base import CorrelationOptions, CorrelationResult
 from irprof.correlate.hlo import decode_hlo_proto, parse_hlo_text
 from irprof.correlate.jax import CORRELATOR, correlate_program, load_program
-from irprof.mlir.annotation import get_profile
 from irprof.mlir.context import make_context
 from irprof.mlir.load import load_module
 from irprof.mlir.op_index import OpIndex, derive_op_keys
+from irprof.mlir.profile_attrs import get_profile
 from irprof.readers import read_trace
+from irprof.run_annotate import annotate_bundle
 
 FIXTURES = Path(__file__).parent / "fixtures" / "jax"
 

@@ -13,19 +13,19 @@ from pathlib import Path
 
 import pytest
 
-import irprof.annotate as annotate_module
 import irprof.cli.main as cli_main
-from irprof.annotate import annotate_bundle
+import irprof.run_annotate as annotate_module
 from irprof.bundle import Manifest, RunBundle
 from irprof.correlate.base import CorrelationOptions, CorrelationResult
 from irprof.coverage import UnmatchedEvent, load_coverages
 from irprof.errors import BundleError, CorrelationError
-from irprof.mlir.annotation import get_profile, get_summary
 from irprof.mlir.context import make_context
-from irprof.mlir.coverage_ops import coverage_for
 from irprof.mlir.load import load_module
+from irprof.mlir.module_coverage import coverage_for
 from irprof.mlir.op_index import OpIndex, derive_op_keys, walk_ops
+from irprof.mlir.profile_attrs import get_profile, get_summary
 from irprof.opprofile import OpKey, OpProfile, OpProfileEntry, ProfileData
+from irprof.run_annotate import annotate_bundle
 
 FIXTURES = Path(__file__).parent / "fixtures" / "mlir"
 

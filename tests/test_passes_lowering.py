@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from irprof.mlir.annotation import get_profile
 from irprof.mlir.context import make_context
 from irprof.mlir.load import load_module, write_module
 from irprof.mlir.op_index import OpInfo, derive_op_infos
+from irprof.mlir.profile_attrs import get_profile
+from irprof.mlir.reattach import reattach
 from irprof.opprofile import OpKey, OpProfile, OpProfileEntry, ProfileData
 from irprof.passes.pipeline import run_pipeline
-from irprof.mlir.reattach import reattach
 
 FIXTURES = Path(__file__).parent / "fixtures" / "mlir"
 IREE_COMPILE = Path(sys.executable).parent / "iree-compile"

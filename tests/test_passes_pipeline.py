@@ -9,10 +9,10 @@ import pytest
 from iree.compiler import passmanager
 
 from irprof.errors import PipelineError
-from irprof.mlir.annotation import get_profile, get_summary
 from irprof.mlir.context import make_context
 from irprof.mlir.load import load_module, print_module
 from irprof.mlir.op_index import derive_op_infos, walk_ops
+from irprof.mlir.profile_attrs import get_profile, get_summary
 from irprof.opprofile import OpKey, OpProfile, OpProfileEntry, ProfileData
 from irprof.passes.base import add_to_pass_manager
 from irprof.passes.pipeline import IrprofStep, NativeStep, RunOptions, parse_pipeline, run_pipeline

@@ -11,14 +11,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_views_support import (  # noqa: F401  (fixtures are found by their names)
+from test_analyses_support import (  # noqa: F401  (fixtures are found by their names)
     HOSTILE,
     fixture_hostile_bundle,
     fixture_jax_bundle,
     fixture_tf_bundle,
 )
 
-from irprof.analyses.bundle_views import load_annotated_level
+from irprof.analyses.annotated_levels import load_annotated_level
 from irprof.analyses.op_graph import build_op_graph
 from irprof.analyses.report_data import build_report_data
 from irprof.bundle import RunBundle

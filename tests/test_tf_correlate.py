@@ -9,15 +9,15 @@ from pathlib import Path
 import orjson
 import pytest
 
-from irprof.annotate import annotate_bundle
 from irprof.bundle import RunBundle
 from irprof.correlate.base import CorrelationOptions, CorrelationResult
-from irprof.frameworks import get_all_frameworks
 from irprof.correlate.tf import CORRELATOR
 from irprof.correlate.tf_graph import base_kernel_type, share_time
 from irprof.errors import CorrelationError
+from irprof.frameworks import get_all_frameworks
 from irprof.opprofile import OpProfileEntry
 from irprof.readers import read_trace
+from irprof.run_annotate import annotate_bundle
 from irprof.trace.model import EventKind
 
 TF_FIXTURES = Path(__file__).parent / "fixtures" / "tf"

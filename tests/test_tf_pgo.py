@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from irprof.errors import CorrelationError, PipelineError
-from irprof.mlir.annotation import get_profile, get_summary
 from irprof.mlir.context import make_context
 from irprof.mlir.load import load_module, print_module
 from irprof.mlir.op_index import derive_op_infos
+from irprof.mlir.profile_attrs import get_profile, get_summary
 from irprof.passes import get_all_passes
 from irprof.passes.pipeline import run_pipeline
 from irprof.passes.tf_pgo import TfPgoPass

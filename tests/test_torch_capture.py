@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from irprof.annotate import annotate_bundle
 from irprof.bundle import RunBundle
 from irprof.capture.torch import TorchCaptureOptions, capture_torch
 from irprof.capture.torch_locations import FxNodeName
@@ -21,10 +20,11 @@ from irprof.correlate.base import CorrelationOptions
 from irprof.correlate.torch import CORRELATOR
 from irprof.correlate.torch_events import load_fx_calls
 from irprof.errors import CaptureError, UsageError
-from irprof.mlir.annotation import get_profile
 from irprof.mlir.context import make_context
 from irprof.mlir.load import load_module
 from irprof.mlir.op_index import derive_op_infos
+from irprof.mlir.profile_attrs import get_profile
+from irprof.run_annotate import annotate_bundle
 
 pytest.importorskip("torch")
 pytestmark = pytest.mark.torch

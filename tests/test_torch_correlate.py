@@ -11,7 +11,6 @@ import pytest
 from irprof.bundle import RunBundle
 from irprof.capture.torch_locations import FxNodeName
 from irprof.correlate.base import CorrelationOptions
-from irprof.frameworks import get_all_frameworks
 from irprof.correlate.torch import CORRELATOR
 from irprof.correlate.torch_events import (
     FxCall,
@@ -23,6 +22,7 @@ from irprof.correlate.torch_events import (
     top_level_op_events,
 )
 from irprof.errors import CorrelationError
+from irprof.frameworks import get_all_frameworks
 from irprof.opprofile import OpProfile, OpProfileEntry
 from irprof.trace.builder import TraceBuilder
 from irprof.trace.model import EventKind

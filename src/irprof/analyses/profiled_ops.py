@@ -14,12 +14,12 @@ from typing import Any
 from iree.compiler import ir
 
 from irprof.coverage import is_trivial_op
-from irprof.mlir.annotation import get_profile, get_summary
 from irprof.mlir.context import make_context
 from irprof.mlir.keys import split_function_suffix
 from irprof.mlir.load import load_module
 from irprof.mlir.locations import render
 from irprof.mlir.op_index import derive_op_infos
+from irprof.mlir.profile_attrs import get_profile, get_summary
 from irprof.opprofile import ProfileData
 
 # Path parts of installed code, as opposed to the user's own files.

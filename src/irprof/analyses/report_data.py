@@ -9,7 +9,7 @@ from typing import Any
 import orjson
 from iree.compiler import ir
 
-from irprof.analyses.bundle_views import (
+from irprof.analyses.annotated_levels import (
     AnnotatedLevel,
     load_annotated_level,
 )
@@ -17,8 +17,8 @@ from irprof.analyses.hotspots import HotspotTable, hotspots
 from irprof.analyses.op_graph import OpGraph, OpGraphOptions, build_op_graph
 from irprof.bundle import Manifest, RunBundle
 from irprof.coverage import Coverage
-from irprof.dag import EventDag, build_event_dag
 from irprof.errors import BundleError, IrprofError
+from irprof.event_dag import EventDag, build_event_dag
 
 IR_TEXT_LIMIT = 4000  # characters of one op's IR shown in the report
 IR_TEXT_OPS = 3000  # ops whose IR text is embedded (annotated first, then unannotated)

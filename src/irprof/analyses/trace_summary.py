@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from irprof.dag.nesting import nesting_parents, self_time_ns
+from irprof.event_dag.nesting import nesting_parents, self_time_ns
 from irprof.trace.model import DEVICE_KINDS, EventKind, Trace
 
 I64 = npt.NDArray[np.int64]

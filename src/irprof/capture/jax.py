@@ -17,7 +17,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from irprof.bundle import RunBundle
-from irprof.capture.child import check_capture_arguments, model_label, run_runner, staged_bundle
+from irprof.capture.subprocess_run import (
+    check_capture_arguments,
+    model_label,
+    run_runner,
+    staged_bundle,
+)
 
 RUNNER_MODULE = "irprof.capture.jax_runner"
 

@@ -32,7 +32,7 @@ import jax
 from jax._src import source_info_util  # private: the only way to mark a path non-user
 
 from irprof.bundle import Manifest, RunBundle
-from irprof.capture.child import ERROR_PREFIX  # the parent shows such lines as the error
+from irprof.capture.subprocess_run import ERROR_PREFIX  # the parent shows such lines as the error
 
 USAGE_EXIT = 2
 LEVEL = "stablehlo"

@@ -26,7 +26,7 @@ from iree.compiler import ir
 from iree.compiler.extras.fx_importer import ContextCache, FxImporter, GraphNodeImporter
 
 from irprof.bundle import Manifest, RunBundle
-from irprof.capture.child import ERROR_PREFIX  # the parent shows such lines as the error
+from irprof.capture.subprocess_run import ERROR_PREFIX  # the parent shows such lines as the error
 from irprof.capture.torch_locations import (
     FxNodeName,
     SourceFrame,

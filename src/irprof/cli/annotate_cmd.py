@@ -8,11 +8,11 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from irprof.annotate import AnnotateOutcome, annotate_bundle
 from irprof.bundle import RunBundle
 from irprof.errors import UsageError
-from irprof.mlir.annotation import LAYOUTS
+from irprof.mlir.profile_attrs import LAYOUTS
 from irprof.renderers.coverage_table import coverage_report
+from irprof.run_annotate import AnnotateOutcome, annotate_bundle
 
 
 def annotate(

@@ -8,9 +8,9 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from irprof.dag.export import save_dag_json, save_graphml
-from irprof.dag.model import DAG_MODES, DagFilter, build_event_dag
 from irprof.errors import UsageError
+from irprof.event_dag.export import save_dag_json, save_graphml
+from irprof.event_dag.model import DAG_MODES, DagFilter, build_event_dag
 from irprof.fileio import write_bytes_atomic
 from irprof.readers import get_all_readers, read_trace
 from irprof.renderers.dag_dot import DagDotRenderer

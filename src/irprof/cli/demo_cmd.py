@@ -9,20 +9,20 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from irprof.analyses.bundle_views import load_annotated_level, model_script
+from irprof.analyses.annotated_levels import load_annotated_level, model_script
 from irprof.analyses.hotspots import hotspots
 from irprof.analyses.report_data import build_report_data
-from irprof.annotate import annotatable_levels, annotate_bundle
 from irprof.bundle import RunBundle
 from irprof.coverage import Coverage
-from irprof.dag import build_event_dag
-from irprof.dag.export import save_dag_json
 from irprof.errors import UsageError
+from irprof.event_dag import build_event_dag
+from irprof.event_dag.export import save_dag_json
 from irprof.fileio import write_bytes_atomic
 from irprof.frameworks import get_all_frameworks
 from irprof.renderers.dag_svg import DagSvgRenderer
 from irprof.renderers.hotspot_table import hotspot_rich_table
 from irprof.renderers.report_html import RENDERER as REPORT_RENDERER
+from irprof.run_annotate import annotatable_levels, annotate_bundle
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 DAG_SVG_NODES = 400

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from irprof.analyses.bundle_views import load_annotated_level, model_script
+from irprof.analyses.annotated_levels import load_annotated_level, model_script
 from irprof.analyses.hotspots import GROUP_BYS, hotspots
 from irprof.bundle import RunBundle
 from irprof.errors import UsageError

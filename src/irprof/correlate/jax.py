@@ -35,7 +35,7 @@ from irprof.correlate.hlo_attribution import Attribution, attribute, rounded, th
 from irprof.correlate.hlo_ir_index import IrOpIndex
 from irprof.coverage import UnmatchedEvent, is_trivial_op
 from irprof.errors import BundleError, CorrelationError, TraceFormatError
-from irprof.mlir.coverage_ops import coverage_for
+from irprof.mlir.module_coverage import coverage_for
 from irprof.mlir.op_index import derive_op_infos
 from irprof.opprofile import OpKey, OpProfile, OpProfileEntry, ProfileData
 from irprof.trace.model import Trace

@@ -50,9 +50,9 @@ from irprof.correlate.base import CorrelationOptions, CorrelationResult
 from irprof.correlate.tf_graph import ModuleView, fused_chain, share_time
 from irprof.coverage import Coverage, UnmatchedEvent, is_trivial_op
 from irprof.errors import BundleError
-from irprof.mlir.coverage_ops import coverage_for
 from irprof.mlir.keys import split_function_suffix
 from irprof.mlir.locations import render
+from irprof.mlir.module_coverage import coverage_for
 from irprof.opprofile import OpProfile, OpProfileEntry, ProfileData
 from irprof.trace.model import EventKind, Trace
 

@@ -27,10 +27,10 @@ from irprof.correlate.base import CorrelationOptions, CorrelationResult
 from irprof.correlate.torch_events import FxCall, load_fx_calls, match_events, top_level_op_events
 from irprof.coverage import UnmatchedEvent, is_trivial_op
 from irprof.errors import CorrelationError
-from irprof.mlir.annotation import has_profile
-from irprof.mlir.coverage_ops import coverage_for
 from irprof.mlir.locations import render
+from irprof.mlir.module_coverage import coverage_for
 from irprof.mlir.op_index import OpInfo, derive_op_infos
+from irprof.mlir.profile_attrs import has_profile
 from irprof.mlir.reattach import reattach
 from irprof.opprofile import OpProfile, OpProfileEntry, ProfileData
 from irprof.trace.model import Trace

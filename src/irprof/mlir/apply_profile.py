@@ -11,7 +11,10 @@ from dataclasses import dataclass
 from iree.compiler import ir
 
 from irprof.coverage import Coverage
-from irprof.mlir.annotation import (
+from irprof.mlir.gc_pause import gc_paused
+from irprof.mlir.module_coverage import coverage_for
+from irprof.mlir.op_index import OpIndex, derive_op_keys
+from irprof.mlir.profile_attrs import (
     AttributeBuilder,
     Layout,
     ModuleSummary,
@@ -19,9 +22,6 @@ from irprof.mlir.annotation import (
     attribute_name,
     has_profile,
 )
-from irprof.mlir.coverage_ops import coverage_for
-from irprof.mlir.gcpause import gc_paused
-from irprof.mlir.op_index import OpIndex, derive_op_keys
 from irprof.opprofile import OpProfile, OpProfileEntry
 
 

@@ -13,7 +13,7 @@ from operator import attrgetter
 
 from iree.compiler import ir
 
-from irprof.mlir.gcpause import gc_paused
+from irprof.mlir.gc_pause import gc_paused
 from irprof.mlir.keys import LocationKeys, key_fields, location_keys, name_chain_keys
 from irprof.mlir.locations import Loc, from_ir
 from irprof.opprofile import OpKey

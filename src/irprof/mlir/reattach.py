@@ -19,9 +19,9 @@ from iree.compiler import ir
 
 from irprof.coverage import is_trivial_op
 from irprof.errors import PipelineError
-from irprof.mlir.annotation import AttributeBuilder, Layout, attach_profile
 from irprof.mlir.locations import render
 from irprof.mlir.op_index import derive_op_infos
+from irprof.mlir.profile_attrs import AttributeBuilder, Layout, attach_profile
 from irprof.opprofile import OpProfile, OpProfileEntry, ProfileData
 
 

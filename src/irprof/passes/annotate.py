@@ -8,8 +8,8 @@ from typing import ClassVar
 
 from iree.compiler import ir
 
-from irprof.mlir.annotation import Layout
 from irprof.mlir.apply_profile import annotate_module
+from irprof.mlir.profile_attrs import Layout
 from irprof.opprofile import OpProfile
 
 

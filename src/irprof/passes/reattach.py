@@ -8,8 +8,8 @@ from typing import ClassVar
 
 from iree.compiler import ir
 
-from irprof.mlir.annotation import Layout
 from irprof.mlir.apply_profile import write_summary
+from irprof.mlir.profile_attrs import Layout
 from irprof.mlir.reattach import reattach
 from irprof.opprofile import OpProfile
 

@@ -7,7 +7,7 @@ from typing import ClassVar
 
 from iree.compiler import ir
 
-from irprof.mlir.annotation import strip_profiles
+from irprof.mlir.profile_attrs import strip_profiles
 
 
 @dataclass(frozen=True)

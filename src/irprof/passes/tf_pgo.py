@@ -25,8 +25,8 @@ from irprof.correlate.base import CorrelationOptions
 from irprof.correlate.tf import CORRELATOR, correlate_module
 from irprof.coverage import check_coverage
 from irprof.errors import PipelineError
-from irprof.mlir.annotation import Layout
 from irprof.mlir.apply_profile import annotate_module
+from irprof.mlir.profile_attrs import Layout
 
 # Passes run on the annotated module, in order; each reads `irprof.profile` attributes.
 PROFILE_GUIDED_PASSES: tuple[Callable[[ir.Operation], None], ...] = ()

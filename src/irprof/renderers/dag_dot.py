@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from irprof.dag.model import EDGE_KIND_LABELS, EventDag
+from irprof.event_dag.model import EDGE_KIND_LABELS, EventDag
 from irprof.renderers.colormap import get_all_colormaps
 from irprof.renderers.units import format_ns
 

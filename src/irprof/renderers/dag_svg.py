@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from irprof.dag.model import EventDag
+from irprof.event_dag.model import EventDag
 from irprof.renderers.dag_dot import DEFAULT_MAX_NODES, render_dag_dot
 from irprof.renderers.op_graph_svg import layout_svg
 

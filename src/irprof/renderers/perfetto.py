@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 
-from irprof.analyses.event_ops import OpRef, TraceExport
+from irprof.analyses.trace_export import OpRef, TraceExport
 from irprof.trace.model import EventKind
 
 IR_PROCESS_NAME = "irprof IR"
@@ -151,7 +151,7 @@ class ChromeTraceRenderer:
     name: str
     extension: str = ".json"
     # What the renderer reads from a run bundle: `(bundle, level | None) -> TraceExport`.
-    input: str = "irprof.analyses.event_ops:load_trace_export"
+    input: str = "irprof.analyses.trace_export:load_trace_export"
 
     def render(self, data: TraceExport) -> bytes:
         """JSON bytes."""

@@ -11,7 +11,7 @@ from irprof.analyses.hotspots import HotspotTable
 from irprof.analyses.profiled_ops import ProfiledOp
 from irprof.analyses.report_data import LevelReport, ReportData, compact_location
 from irprof.coverage import Coverage
-from irprof.dag import EventDag
+from irprof.event_dag import EventDag
 from irprof.renderers.dag_svg import DagSvgRenderer
 from irprof.renderers.html_page import page
 from irprof.renderers.op_graph_html import graph_payload

@@ -29,8 +29,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from irprof.dag.nesting import nesting_parents
 from irprof.errors import UsageError
+from irprof.event_dag.nesting import nesting_parents
 from irprof.trace.model import EventKind, Trace
 
 I64 = npt.NDArray[np.int64]
@@ -106,8 +106,8 @@ class EventDag:
         return self.strings[int(self.name[node])]
 
     def to_networkx(self) -> Any:
-        """A `networkx.DiGraph` of this DAG (see `irprof.dag.export.dag_to_networkx`)."""
-        from irprof.dag.export import dag_to_networkx
+        """A `networkx.DiGraph` of this DAG (see `irprof.event_dag.export.dag_to_networkx`)."""
+        from irprof.event_dag.export import dag_to_networkx
 
         return dag_to_networkx(self)
 

@@ -7,11 +7,11 @@ from typing import Any
 
 import msgspec
 
-from irprof.dag.model import EDGE_KIND_LABELS, EventDag
+from irprof.event_dag.model import EDGE_KIND_LABELS, EventDag
 from irprof.fileio import atomic_write, write_bytes_atomic
 from irprof.trace.model import EventKind
 
-DAG_FORMAT = "irprof.dag"
+DAG_FORMAT = "irprof.event_dag"
 DAG_VERSION = 1
 
 

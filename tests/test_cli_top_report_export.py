@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from test_views_support import (  # noqa: F401  (fixtures are found by their names)
+from test_analyses_support import (  # noqa: F401  (fixtures are found by their names)
     HOSTILE,
     fixture_hostile_bundle,
     fixture_jax_bundle,

@@ -1,7 +1,7 @@
 """The event DAG: the thesis's traceReader/plotGraph, built by sweeps (see `dag.model`)."""
 
-from irprof.dag.export import dag_document, dag_to_networkx, save_dag_json, save_graphml
-from irprof.dag.model import DAG_MODES, DagFilter, EventDag, build_event_dag
+from irprof.event_dag.export import dag_document, dag_to_networkx, save_dag_json, save_graphml
+from irprof.event_dag.model import DAG_MODES, DagFilter, EventDag, build_event_dag
 
 __all__ = [
     "DAG_MODES",

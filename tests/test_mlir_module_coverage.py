@@ -6,8 +6,8 @@ from pathlib import Path
 
 from irprof.coverage import UnmatchedEvent
 from irprof.mlir.context import make_context
-from irprof.mlir.coverage_ops import coverage_for
 from irprof.mlir.load import load_module
+from irprof.mlir.module_coverage import coverage_for
 from irprof.mlir.op_index import derive_op_keys
 
 FIXTURES = Path(__file__).parent / "fixtures" / "mlir"

@@ -11,9 +11,9 @@ from typing import Any
 
 import networkx as nx
 import pytest
-from test_views_support import fixture_jax_bundle  # noqa: F401  (found by its name)
+from test_analyses_support import fixture_jax_bundle  # noqa: F401  (found by its name)
 
-from irprof.analyses.bundle_views import load_annotated_level
+from irprof.analyses.annotated_levels import load_annotated_level
 from irprof.analyses.op_graph import OpGraph, OpGraphOptions, build_op_graph
 from irprof.analyses.profiled_ops import ProfiledModule, profiled_ops_of
 from irprof.bundle import RunBundle

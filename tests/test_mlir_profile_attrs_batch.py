@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from irprof.mlir.annotation import AttributeBuilder, Layout, float_literal, string_literal
 from irprof.mlir.context import make_context
+from irprof.mlir.profile_attrs import AttributeBuilder, Layout, float_literal, string_literal
 from irprof.opprofile import ProfileData
 
 _I64 = st.integers(-(2**63), 2**63 - 1)

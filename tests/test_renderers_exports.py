@@ -8,14 +8,14 @@ import re
 from typing import Any
 
 import pytest
-from test_views_support import (  # noqa: F401  (fixtures are found by their names)
+from test_analyses_support import (  # noqa: F401  (fixtures are found by their names)
     fixture_jax_bundle,
     fixture_tf_bundle,
 )
 
-from irprof.analyses.bundle_views import load_annotated_level
-from irprof.analyses.event_ops import load_trace_export
+from irprof.analyses.annotated_levels import load_annotated_level
 from irprof.analyses.model_explorer_ids import NodeDataExport, explorer_node_ids
+from irprof.analyses.trace_export import load_trace_export
 from irprof.bundle import RunBundle
 from irprof.renderers.model_explorer import RENDERER
 from irprof.renderers.perfetto import chrome_trace

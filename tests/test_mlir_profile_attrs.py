@@ -8,7 +8,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from irprof.mlir.annotation import (
+from irprof.mlir.context import make_context
+from irprof.mlir.load import load_module, print_module
+from irprof.mlir.op_index import walk_ops
+from irprof.mlir.profile_attrs import (
     PROFILE_ATTR,
     attach_profile,
     attach_summary,
@@ -17,9 +20,6 @@ from irprof.mlir.annotation import (
     has_profile,
     strip_profiles,
 )
-from irprof.mlir.context import make_context
-from irprof.mlir.load import load_module, print_module
-from irprof.mlir.op_index import walk_ops
 from irprof.opprofile import ProfileData
 
 FIXTURES = Path(__file__).parent / "fixtures" / "mlir"

@@ -16,9 +16,9 @@ from irprof.coverage import Coverage, check_coverage
 from irprof.errors import BundleError
 from irprof.fileio import write_text_atomic
 from irprof.frameworks import Framework, get_all_frameworks
-from irprof.mlir.annotation import Layout
 from irprof.mlir.apply_profile import annotate_module
 from irprof.mlir.load import print_module
+from irprof.mlir.profile_attrs import Layout
 
 
 @dataclass(frozen=True)

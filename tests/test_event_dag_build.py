@@ -12,9 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from irprof.cli.main import main
-from irprof.dag import DagFilter, build_event_dag, dag_document
-from irprof.dag.export import save_graphml
 from irprof.errors import UsageError
+from irprof.event_dag import DagFilter, build_event_dag, dag_document
+from irprof.event_dag.export import save_graphml
 from irprof.readers import read_trace
 from irprof.renderers.dag_dot import render_dag_dot, short_label
 from irprof.trace.builder import TraceBuilder

@@ -12,14 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from irprof.annotate import annotate_bundle
 from irprof.bundle import Manifest, RunBundle
 from irprof.coverage import Coverage, UnmatchedEvent, UnmatchedOp, save_coverages
-from irprof.mlir.annotation import ModuleSummary, attach_profile, attach_summary
 from irprof.mlir.context import make_context
 from irprof.mlir.load import parse_module, write_module
 from irprof.mlir.op_index import derive_op_infos
+from irprof.mlir.profile_attrs import ModuleSummary, attach_profile, attach_summary
 from irprof.opprofile import ProfileData
+from irprof.run_annotate import annotate_bundle
 
 FIXTURES = Path(__file__).parent / "fixtures"
 HOSTILE = '<script>alert("x")</script>\'&'
