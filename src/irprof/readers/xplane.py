@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+import numpy as np
 from google.protobuf import json_format
 from google.protobuf.message import DecodeError
 
@@ -206,54 +207,110 @@ class _FlowCollector:
 
 
 def _read_plane(
+    path: Path,
     builder: TraceBuilder,
     flows: _FlowCollector,
     plane_index: int,
     plane: XPlane,
     start_time_ns: int,
 ) -> None:
+    """Every line of a plane, as columns: only events with stats of their own (or flow stats in
+    their metadata) are looked at one by one; the rest share what their metadata says."""
     if not plane.lines:
         return
     stat_names = {key: meta.name for key, meta in plane.stat_metadata.items()}
     infos = {key: _metadata_info(meta, stat_names) for key, meta in plane.event_metadata.items()}
     missing = _metadata_info(XEventMetadata(name="<unknown metadata>"), stat_names)
+    flow_metadata = {key for key, info in infos.items() if _FLOW_STATS & info.args.keys()}
     plane_name = plane.name
-    # Kind and flow roles depend only on (metadata, whether the event adds stats) for stat-less
-    # events, so those are cached; most events of a big trace carry no stats of their own.
-    plain_kind: dict[tuple[int, str, bool], EventKind] = {}
-    for line in plane.lines:
-        line_name = line.name
-        track = builder.track(plane_index, line.id, plane_name, line.display_name or line_name)
-        base_ns = line.timestamp_ns
-        if start_time_ns and base_ns < start_time_ns // 2:
-            base_ns += start_time_ns
-        base_ps = base_ns * 1000
-        for event in line.events:
-            info = infos.get(event.metadata_id, missing)
-            begin_ps = base_ps + event.offset_ps
-            ts = (begin_ps + 500) // 1000
-            dur = (begin_ps + event.duration_ps + 500) // 1000 - ts
-            if event.stats:
-                args = dict(info.args)
-                args.update(stats_dict(event.stats, stat_names))
-                if event.num_occurrences:
-                    args["num_occurrences"] = event.num_occurrences
-                kind = classify_event(
-                    plane_name, line_name, info.name, info.display_name, args, dur
+    for line_number, line in enumerate(plane.lines):
+        if not line.events:
+            builder.track(plane_index, line.id, plane_name, line.display_name or line.name)
+            continue
+        _read_line(
+            path, builder, flows, (plane_index, line_number), plane, line, start_time_ns,
+            (stat_names, infos, missing, flow_metadata),
+        )  # fmt: skip
+
+
+_FLOW_STATS = frozenset(PRODUCER_STATS + CONSUMER_STATS)
+_LineContext = tuple[dict[int, str], dict[int, _MetadataInfo], _MetadataInfo, set[int]]
+
+
+def _read_line(
+    path: Path,
+    builder: TraceBuilder,
+    flows: _FlowCollector,
+    place: tuple[int, int],
+    plane: XPlane,
+    line: Any,
+    start_time_ns: int,
+    context: _LineContext,
+) -> None:
+    stat_names, infos, missing, flow_metadata = context
+    plane_index, line_number = place
+    plane_name, line_name = plane.name, line.name
+    track = builder.track(plane_index, line.id, plane_name, line.display_name or line_name)
+    base_ns = line.timestamp_ns
+    if start_time_ns and base_ns < start_time_ns // 2:
+        base_ns += start_time_ns
+    # One pass over the protobuf events (each access builds a wrapper object), then numpy.
+    fields = [
+        (event.metadata_id, event.offset_ps, event.duration_ps, len(event.stats))
+        for event in line.events
+    ]
+    columns = np.array(fields, dtype=np.int64).reshape(-1, 4)
+    metadata_ids, offset_ps, duration_ps = columns[:, 0], columns[:, 1], columns[:, 2]
+    last_end_ps = int(offset_ps.max()) + int(duration_ps.max())
+    if abs(base_ns) + last_end_ps // 1000 + 1 >= 2**62 or int(duration_ps.min()) < 0:
+        raise TraceFormatError(
+            path,
+            "event times beyond int64 nanoseconds or a negative duration",
+            where=f"plane {plane_index} ({plane_name!r}) line {line_number} ({line_name!r})",
+        )
+    ts = base_ns + (offset_ps + 500) // 1000
+    dur = base_ns + (offset_ps + duration_ps + 500) // 1000 - ts
+    unique_ids, inverse = np.unique(metadata_ids, return_inverse=True)
+    kind_of: list[int] = []
+    zero_kind_of: list[int] = []
+    name_of: list[int] = []
+    args_of: list[bytes] = []
+    for metadata_id in unique_ids.tolist():
+        info = infos.get(metadata_id, missing)
+        for duration, out in ((1, kind_of), (0, zero_kind_of)):
+            out.append(
+                classify_event(
+                    plane_name, line_name, info.name, info.display_name, info.args, duration
                 )
-                row = builder.add(ts, dur, track, info.name, kind, args_json=_encode(args))
-                flows.note(row, args)
-                continue
-            cache_key = (event.metadata_id, line_name, dur == 0)
-            kind = plain_kind.get(cache_key, EventKind.OTHER)
-            if cache_key not in plain_kind:
-                kind = classify_event(
-                    plane_name, line_name, info.name, info.display_name, info.args, dur
-                )
-                plain_kind[cache_key] = kind
-            row = builder.add(ts, dur, track, info.name, kind, args_json=info.args_json)
-            if info.args:
-                flows.note(row, info.args)
+            )
+        name_of.append(builder.intern(info.name))  # only names some event uses
+        args_of.append(info.args_json)
+    inverse = inverse.reshape(-1)
+    kinds = np.where(
+        dur == 0, np.array(zero_kind_of, np.int8)[inverse], np.array(kind_of, np.int8)[inverse]
+    ).astype(np.int8)
+    names = np.array(name_of, dtype=np.int64)[inverse]
+    args = [args_of[position] for position in inverse.tolist()]
+    events = line.events
+    special = columns[:, 3] > 0
+    if flow_metadata:
+        special |= np.isin(metadata_ids, list(flow_metadata))
+    notes: list[tuple[int, dict[str, Any]]] = []
+    for position in np.nonzero(special)[0].tolist():
+        event = events[position]
+        info = infos.get(event.metadata_id, missing)
+        event_args = dict(info.args)
+        event_args.update(stats_dict(event.stats, stat_names))
+        if event.num_occurrences:
+            event_args["num_occurrences"] = event.num_occurrences
+        kinds[position] = classify_event(
+            plane_name, line_name, info.name, info.display_name, event_args, int(dur[position])
+        )
+        args[position] = _encode(event_args) if event_args else b""
+        notes.append((position, event_args))
+    first = builder.extend(ts, dur, track, names, kinds, args)
+    for position, event_args in notes:
+        flows.note(first + position, event_args)
 
 
 def read_xplane(path: Path, data: bytes) -> Trace:
@@ -275,7 +332,7 @@ def read_xplane(path: Path, data: bytes) -> Trace:
             plane_stats[plane.name] = stats_dict(plane.stats, stat_names)
         if plane.name == HOST_METADATA_PLANE:
             builder.hlo_programs.extend(_hlo_programs(plane))
-        _read_plane(builder, flows, plane_index, plane, start_time_ns)
+        _read_plane(path, builder, flows, plane_index, plane, start_time_ns)
     flows.emit(builder)
     builder.metadata.update(
         {

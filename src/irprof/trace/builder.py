@@ -7,6 +7,7 @@ from typing import Any
 
 import msgspec
 import numpy as np
+import numpy.typing as npt
 
 from irprof.trace.model import EventKind, Flows, HloProgram, Trace, Tracks
 
@@ -97,6 +98,30 @@ class TraceBuilder:
             self._arg_size += len(args_json)
         self._arg_ends.append(self._arg_size)
         return row
+
+    def extend(
+        self,
+        ts_ns: npt.NDArray[np.int64],
+        dur_ns: npt.NDArray[np.int64],
+        track: int,
+        name_ids: npt.NDArray[np.int64],
+        kinds: npt.NDArray[np.int8],
+        args_json: list[bytes],
+    ) -> int:
+        """Append many events of one track at once (names already interned); returns the first
+        row. `args_json` holds one encoded object per event, b"" for none."""
+        first = len(self._ts)
+        self._ts.frombytes(np.ascontiguousarray(ts_ns, dtype=np.int64).tobytes())
+        self._dur.frombytes(np.ascontiguousarray(dur_ns, dtype=np.int64).tobytes())
+        self._track.frombytes(np.full(len(ts_ns), track, dtype=np.int32).tobytes())
+        self._name.frombytes(np.ascontiguousarray(name_ids, dtype=np.int32).tobytes())
+        self._kind.frombytes(np.ascontiguousarray(kinds, dtype=np.int8).tobytes())
+        lengths = np.fromiter(map(len, args_json), dtype=np.int64, count=len(args_json))
+        ends = self._arg_size + np.cumsum(lengths)
+        self._arg_ends.frombytes(ends.astype(np.int64).tobytes())
+        self._arg_parts.extend(args_json)
+        self._arg_size = int(ends[-1]) if len(ends) else self._arg_size
+        return first
 
     def flow(self, src_row: int, dst_row: int, flow_id: int) -> None:
         """Link event `src_row` to event `dst_row`."""
