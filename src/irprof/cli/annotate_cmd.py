@@ -8,11 +8,8 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from irprof.bundle import RunBundle
-from irprof.errors import UsageError
-from irprof.mlir.profile_attrs import LAYOUTS
+from irprof.api import annotate as annotate_run
 from irprof.renderers.coverage_table import coverage_report
-from irprof.run_annotate import AnnotateOutcome, annotate_bundle
 
 
 def annotate(
@@ -29,14 +26,7 @@ def annotate(
     ] = False,
 ) -> None:
     """Join the run's trace to one IR level and write annotated IR, opprofile and coverage."""
-    if attr not in LAYOUTS:
-        raise UsageError(f"--attr {attr!r}: expected one of {'|'.join(LAYOUTS)}")
-    outcome: AnnotateOutcome = annotate_bundle(
-        RunBundle(run),
-        level=level,
-        attr=attr,
-        allow_low_coverage=allow_low_coverage,
-    )
+    outcome = annotate_run(run, level, attr=attr, allow_low_coverage=allow_low_coverage)
     console = Console(highlight=False)
     console.print(coverage_report(outcome.coverage))
     console.print(

@@ -8,11 +8,8 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from irprof.analyses.op_graph import OpGraphOptions
-from irprof.analyses.report_data import build_report_data
-from irprof.bundle import RunBundle
-from irprof.fileio import write_bytes_atomic
-from irprof.renderers.report_html import RENDERER
+from irprof.api import open_run
+from irprof.api import report as write_report
 
 
 def report(
@@ -25,13 +22,11 @@ def report(
     ] = 300,
 ) -> None:
     """Write one static HTML file: summary, hotspots, rollups, op graph, DAG, coverage gaps."""
-    bundle = RunBundle(run)
-    data = build_report_data(bundle, graph_options=OpGraphOptions(max_nodes=max_nodes))
-    target = output or bundle.report_path
-    write_bytes_atomic(target, RENDERER.render(data))
-    levels = ", ".join(level.annotated.level for level in data.levels)
+    bundle = open_run(run)
+    target = write_report(bundle, output, max_nodes=max_nodes)
+    levels = ", ".join(bundle.annotated_levels())
     Console(highlight=False, stderr=True).print(
-        f"report of {data.manifest.model} (levels {levels}) -> {target}", markup=False
+        f"report of {bundle.manifest().model} (levels {levels}) -> {target}", markup=False
     )
 
 

@@ -1,0 +1,116 @@
+"""The import graph of `src/irprof` follows the layers written in docs/architecture.md.
+
+Every `import irprof.X` / `from irprof.X import ...` anywhere in a module (also inside functions
+and TYPE_CHECKING blocks, which are still dependencies a reader must know) is checked: a unit may
+import its own unit and units on lower lines of the ```layers block, nothing else.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "src" / "irprof"
+ARCHITECTURE = ROOT / "docs" / "architecture.md"
+
+
+def documented_layers() -> dict[str, int]:
+    """Unit -> rank (0 = top) from the ```layers block of docs/architecture.md."""
+    text = ARCHITECTURE.read_text(encoding="utf-8")
+    found = re.search(r"```layers\n(.*?)```", text, re.S)
+    assert found, f"{ARCHITECTURE}: no ```layers block"
+    ranks: dict[str, int] = {}
+    for rank, line in enumerate(found.group(1).split("\n")):
+        for unit in line.split():
+            assert unit not in ranks, f"{unit} listed twice in {ARCHITECTURE}"
+            ranks[unit] = rank
+    return ranks
+
+
+def unit_of(module: str) -> str:
+    """`irprof.correlate.tf` -> `correlate`; `irprof` (the package init) -> `irprof`."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "irprof"
+
+
+def module_imports() -> dict[str, set[str]]:
+    """Module name -> the irprof modules it imports (anywhere in its body)."""
+    out: dict[str, set[str]] = {}
+    for path in PACKAGE.rglob("*.py"):
+        if path.name.endswith("_pb2.py"):
+            continue
+        module = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        module = module.removesuffix(".__init__")
+        names: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names.add(node.module)
+                names.update(f"{node.module}.{alias.name}" for alias in node.names)
+            elif isinstance(node, ast.Import):
+                names.update(alias.name for alias in node.names)
+        out[module] = {name for name in names if name == "irprof" or name.startswith("irprof.")}
+    return out
+
+
+def test_every_unit_is_placed_in_a_layer() -> None:
+    ranks = documented_layers()
+    units = {unit_of(module) for module in module_imports()}
+    assert units - set(ranks) == set(), "add these units to docs/architecture.md's layers"
+    assert set(ranks) - units == set(), "docs/architecture.md lists units that do not exist"
+
+
+def layer_violations(imports: dict[str, set[str]], ranks: dict[str, int]) -> list[str]:
+    """Every import of a unit on the importer's own line or above."""
+    found = []
+    for module, imported in sorted(imports.items()):
+        unit = unit_of(module)
+        for name in sorted(imported):
+            target = unit_of(name)
+            if target not in ranks:  # `from irprof.x import name`: the unit is x's, listed too
+                continue
+            if target != unit and ranks[target] <= ranks[unit]:
+                found.append(f"{module} imports {name} ({unit} -> {target})")
+    return found
+
+
+def test_no_import_runs_up_or_sideways() -> None:
+    assert layer_violations(module_imports(), documented_layers()) == []
+
+
+def test_the_layer_check_catches_upward_and_sideways_imports() -> None:
+    planted = {
+        "irprof.correlate.torch": {"irprof.passes.reattach"},  # up: passes sit above correlate
+        "irprof.readers.chrome": {"irprof.coverage"},  # sideways: same line
+        "irprof.passes.tf_pgo": {"irprof.correlate.tf"},  # down: allowed
+    }
+    assert layer_violations(planted, documented_layers()) == [
+        "irprof.correlate.torch imports irprof.passes.reattach (correlate -> passes)",
+        "irprof.readers.chrome imports irprof.coverage (readers -> coverage)",
+    ]
+
+
+@pytest.mark.parametrize("command", [["-c", "import irprof"], ["-m", "irprof", "--help"]])
+def test_import_and_help_load_no_framework(command: list[str]) -> None:
+    probe = (
+        "import runpy, sys\n"
+        f"sys.argv = {['irprof', *command[1:]]!r}\n"
+        + ("import irprof\n" if command[0] == "-c" else "")
+        + (
+            "try:\n    runpy.run_module('irprof', run_name='__main__')\n"
+            "except SystemExit:\n    pass\n"
+            if command[0] == "-m"
+            else ""
+        )
+        + "heavy = sorted(m for m in ('tensorflow', 'jax', 'torch', 'xprof') if m in sys.modules)\n"
+        "print('loaded:', heavy)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    )
+    assert "loaded: []" in result.stdout, result.stdout + result.stderr
