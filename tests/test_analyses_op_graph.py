@@ -30,7 +30,7 @@ from bench_views import synthetic_module
 
 
 def profile(total: int, fraction: float) -> str:
-    """An `irprof.profile` attribute as DESIGN.md spells it."""
+    """An `irprof.profile` attribute as docs/architecture.md spells it."""
     return (
         f"irprof.profile = {{count = 1 : i64, total_ns = {total} : i64, mean_ns = {total} : i64, "
         f"min_ns = {total} : i64, max_ns = {total} : i64, first_ts_ns = 0 : i64, "

@@ -80,7 +80,7 @@ class UnmatchedOp:
 
 @dataclass(frozen=True)
 class Coverage:
-    """The DESIGN.md coverage record, written as `coverage.json` and shown on the terminal."""
+    """The coverage record of docs/architecture.md, written as `coverage.json` and shown on the terminal."""
 
     level: str
     profiled_ns: int

@@ -23,7 +23,7 @@ from irprof.event_dag import EventDag, build_event_dag
 IR_TEXT_LIMIT = 4000  # characters of one op's IR shown in the report
 IR_TEXT_OPS = 3000  # ops whose IR text is embedded (annotated first, then unannotated)
 # Frameworks whose call-site chains list the OUTERMOST frame first: TF's `convert_function`
-# hangs the node name on the first Python frame of the stack and nests inward (FRAMEWORKS.md).
+# hangs the node name on the first Python frame of the stack and nests inward (docs/frameworks.md).
 OUTERMOST_FIRST_FRAMEWORKS = frozenset({"tf"})
 # Installed code, as opposed to the user's own files (the rule of `ProfiledOp.user_source`).
 LIBRARY_PARTS = ("site-packages/", "dist-packages/", "/lib/python3")

@@ -1,6 +1,6 @@
 """The profiler tracer options a TF capture requests, and the check that they were honoured.
 
-TF 2.21's `tf.profiler.experimental.start` silently drops its options (FRAMEWORKS.md), so the
+TF 2.21's `tf.profiler.experimental.start` silently drops its options (docs/frameworks.md), so the
 capture compares what it asked for with the `profile_options` the XSpace recorded and refuses a
 trace taken with anything else. Kept free of TensorFlow so the rule is testable on its own.
 """

@@ -1,6 +1,6 @@
 """JAX/XLA correlator: XLA:CPU thunk events -> HLO instructions -> StableHLO ops.
 
-Steps (FRAMEWORKS.md, JAX section):
+Steps (docs/frameworks.md, JAX section):
 1. Read the bundle's XPlane. Its `/host:metadata` plane holds each program's HloProto
    (`Trace.hlo_programs`), so the trace alone is enough; `RUN/ir/hlo.txt` is the fallback.
 2. Thunk events (argument `hlo_op`, of the profiled `hlo_module`) with async durations resolved

@@ -1,6 +1,6 @@
 """Correlation keys derived from a location tree: runtime names, source position, origins.
 
-What each framework puts in locations (see FRAMEWORKS.md):
+What each framework puts in locations (see docs/frameworks.md):
 - TensorFlow: the graph node name as a NameLoc, inside `fused["Type:", "node/name"]`
   (`convert_graph_def`) or wrapping a chain of Python call-site frames (`convert_function`);
   ops of non-entry functions are named `node@function`.

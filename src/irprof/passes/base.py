@@ -118,7 +118,7 @@ def describe_options(cls: type[Any]) -> str:
 def add_to_pass_manager(pm: passmanager.PassManager, module_pass: ModulePass) -> None:
     """Append `module_pass` to a bindings PassManager as an external Python pass.
 
-    No `op_name`: naming one breaks the pass manager's scheduling (FRAMEWORKS.md).
+    No `op_name`: naming one breaks the pass manager's scheduling (docs/frameworks.md).
     """
 
     def run(op: ir.Operation, external: Any) -> None:

@@ -3,7 +3,7 @@
 `builtin.module(irprof-stamp-origin{level=l}, canonicalize, func.func(cse), irprof-annotate{...})`
 is split into runs of consecutive native elements, each handed to `PassManager.parse` as one
 `builtin.module(...)` pipeline, and irprof passes, run in order as Python callables. A Python pass
-cannot be named inside a textual pipeline string (FRAMEWORKS.md), hence the split.
+cannot be named inside a textual pipeline string (docs/frameworks.md), hence the split.
 """
 
 from __future__ import annotations
