@@ -84,10 +84,23 @@ TORCH = Framework(
     example="examples/torch_cnn.py",
 )
 
+IREE = Framework(
+    name="iree",
+    summary="MLIR compiled by IREE for llvm-cpu, per-dispatch HAL profile; source and flow MLIR",
+    capture="irprof.capture.iree:capture_iree",
+    options="irprof.capture.iree:IreeCaptureOptions",
+    cli="irprof.cli.capture_iree:register",
+    correlator="irprof.correlate.iree:CORRELATOR",
+    # The source level is named after the input dialect; flow is IREE's dispatch-region level.
+    levels=("stablehlo", "torch", "tosa", "linalg", "flow"),
+    example="examples/iree_mlp.stablehlo.mlir",
+)
+
 _FRAMEWORKS: Registry[Framework] = Registry("framework")
 _FRAMEWORKS.register("tf", "irprof.frameworks:TF")
 _FRAMEWORKS.register("jax", "irprof.frameworks:JAX")
 _FRAMEWORKS.register("torch", "irprof.frameworks:TORCH")
+_FRAMEWORKS.register("iree", "irprof.frameworks:IREE")
 
 
 def get_all_frameworks() -> Registry[Framework]:

@@ -1,0 +1,204 @@
+"""`irprof capture iree`: compile an MLIR module with IREE for this CPU and profile its dispatches.
+
+No framework runs in-process: the module is parsed with the MLIR bindings (signature, input
+dialect, origin stamps) and IREE's own tools compile, run and project the profile. Every op of
+the source is stamped with `irprof.origin=<level>#<index>` before compiling, so each op of the
+flow IR and of every dispatch names the source op it came from, whatever IREE fused. Bundle:
+
+    RUN/ir/<source>.mlir          the input as given (`stablehlo`, `torch`, `tosa` or `linalg`)
+    RUN/ir/flow.mlir              `iree-compile --compile-to=flow` of the stamped input
+    RUN/executables/*.mlir        each dispatch's executable source (`--iree-hal-dump-...`)
+    RUN/trace/dispatch.jsonl      `iree-profile dispatch --dispatch_events --format=jsonl`
+    RUN/trace/model.ireeprof      the HAL profile itself, untouched
+    RUN/trace/executable.jsonl, RUN/trace/explain.jsonl   the other projections
+
+Warm-up: the tool runs warm-up and profiled iterations in one process (a warm-up in another
+process would warm nothing); `options.warmup_until_ns` marks where the profiled steps start.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import platform
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from irprof.bundle import Manifest, RunBundle
+from irprof.capture.iree_inputs import (
+    function_signature,
+    npz_inputs,
+    random_inputs,
+    source_level,
+    write_inputs,
+)
+from irprof.capture.iree_tools import compile_module, profile_module, profile_projection
+from irprof.capture.subprocess_run import check_capture_arguments, model_label, staged_bundle
+from irprof.errors import CaptureError, UsageError
+from irprof.fileio import write_bytes_atomic
+from irprof.mlir.context import make_context
+from irprof.mlir.load import load_module
+from irprof.mlir.stamp_origin import stamp_origin
+
+FLOW_LEVEL = "flow"
+PROFILE_NAME = "model.ireeprof"
+# Projections kept in the bundle: file name -> iree-profile command and flags. The first is the
+# trace irprof reads (one line per dispatch invocation).
+PROJECTIONS = {
+    "dispatch.jsonl": ("dispatch", ("--dispatch_events",)),
+    "executable.jsonl": ("executable", ()),
+    "explain.jsonl": ("explain", ()),
+}
+MODEL_SUFFIXES = (".mlir",)
+
+
+@dataclass(frozen=True)
+class IreeCaptureOptions:
+    """Function to run, its inputs (IREE specs, an .npz, or random), profiled and warm-up runs."""
+
+    function: str = "main"
+    steps: int = 5
+    warmup: int = 2
+    inputs: tuple[str, ...] = ()  # IREE input specs (`4x8xf32=1`, `@x.npy`), passed through
+    inputs_npz: str | None = None
+    seed: int = 0
+    timeout_s: float = 600.0
+
+
+def capture_iree(
+    model: str | Path, out: str | Path, options: IreeCaptureOptions = IreeCaptureOptions()
+) -> RunBundle:
+    """Compile `model` with IREE (llvm-cpu), profile its dispatches, write the bundle `out`."""
+    model_path = Path(model)
+    out_path = Path(out)
+    check_capture_arguments(model_path, out_path, steps=options.steps, warmup=options.warmup)
+    if model_path.suffix not in MODEL_SUFFIXES:
+        raise UsageError(f"{model_path}: expected an MLIR text file (.mlir)")
+    if options.inputs and options.inputs_npz:
+        raise UsageError("give inputs either as --input specs or as --inputs FILE.npz, not both")
+    module = load_module(model_path, make_context())
+    level = source_level(module)
+    signature = function_signature(module, options.function, model_path)
+    label = model_label(model_path, out_path)
+    with (
+        staged_bundle(out_path) as staging,
+        tempfile.TemporaryDirectory(prefix="irprof-iree-") as work,
+    ):
+        work_dir = Path(work)
+        (staging / "ir").mkdir()
+        (staging / "trace").mkdir()
+        shutil.copyfile(model_path, staging / "ir" / f"{level}.mlir")
+        stamped = work_dir / "stamped.mlir"
+        stamp_origin(module.operation, level)
+        with stamped.open("w", encoding="utf-8") as handle:
+            module.operation.print(file=handle, enable_debug_info=True)
+
+        timeout = options.timeout_s
+        compile_module(
+            stamped,
+            staging / "ir" / f"{FLOW_LEVEL}.mlir",
+            subject=model_path,
+            to_flow=True,
+            sources_dir=None,
+            timeout_s=timeout,
+        )
+        vmfb = work_dir / "module.vmfb"
+        compile_module(
+            stamped,
+            vmfb,
+            subject=model_path,
+            to_flow=False,
+            sources_dir=staging / "executables",
+            timeout_s=timeout,
+        )
+        inputs = _input_specs(options, signature, model_path, work_dir)
+        profile = staging / "trace" / PROFILE_NAME
+        profile_module(
+            vmfb,
+            profile,
+            function=options.function,
+            inputs=inputs,
+            iterations=options.warmup + options.steps,
+            subject=model_path,
+            timeout_s=timeout,
+        )
+        for name, (command, flags) in PROJECTIONS.items():
+            text = profile_projection(
+                profile, command, subject=model_path, timeout_s=timeout, extra=flags
+            )
+            write_bytes_atomic(staging / "trace" / name, text.encode("utf-8"))
+        warmup_until_ns, per_step, warning = _warmup_boundary(
+            staging / "trace" / "dispatch.jsonl", options.warmup, options.steps
+        )
+        sources = sorted((staging / "executables").glob("*.mlir"))
+        manifest = Manifest(
+            framework="iree",
+            model=label,
+            entry=options.function,
+            steps=options.steps,
+            device="local-task:llvm-cpu (host)",
+            versions=_versions(),
+            ir_levels=(level, FLOW_LEVEL),
+            trace_files=(
+                *(f"trace/{name}" for name in PROJECTIONS),
+                f"trace/{PROFILE_NAME}",
+            ),
+            options={
+                "warmup": options.warmup,
+                "source_level": level,
+                "origin_level": level,
+                "inputs": "given specs"
+                if options.inputs
+                else ("npz" if options.inputs_npz else f"random (seed {options.seed})"),
+                "signature": [spec.render() for spec in signature],
+                "warmup_until_ns": warmup_until_ns,
+                "dispatches_per_step": per_step,
+                "warmup_note": warning,
+                "executable_sources": [f"executables/{path.name}" for path in sources],
+            },
+        )
+        RunBundle(staging).write_manifest(manifest)
+    return RunBundle(out_path)
+
+
+def _input_specs(
+    options: IreeCaptureOptions, signature: list, model: Path, work_dir: Path
+) -> list[str]:
+    if options.inputs:
+        return list(options.inputs)
+    if options.inputs_npz is not None:
+        npz = Path(options.inputs_npz)
+        if not npz.is_file():
+            raise UsageError(f"{npz}: no such .npz file")
+        arrays = npz_inputs(npz)
+    else:
+        arrays = random_inputs(signature, model, options.seed)
+    return write_inputs(arrays, work_dir)
+
+
+def _warmup_boundary(dispatches: Path, warmup: int, steps: int) -> tuple[int, int, str]:
+    """(start ns of the first profiled step's first dispatch, dispatches per step, note)."""
+    from irprof.readers.iree_profile import read_iree_profile
+
+    trace = read_iree_profile(dispatches)
+    count = len(trace)
+    if count == 0:
+        raise CaptureError(f"{dispatches}: the profile holds no dispatch (did the function run?)")
+    runs = warmup + steps
+    if count % runs:
+        # Uneven steps (data-dependent control flow): keep every dispatch, say so.
+        return 0, 0, f"{count} dispatches over {runs} runs: warm-up not separated"
+    per_step = count // runs
+    starts = sorted(trace.ts_ns.tolist())
+    return (int(starts[warmup * per_step]) if warmup else 0), per_step, ""
+
+
+def _versions() -> dict[str, str]:
+    versions = {"python": platform.python_version()}
+    for package in ("iree-base-compiler", "iree-base-runtime"):
+        try:
+            versions[package] = importlib.metadata.version(package)
+        except importlib.metadata.PackageNotFoundError:
+            versions[package] = "unknown"
+    return versions

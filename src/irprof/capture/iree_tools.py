@@ -1,0 +1,124 @@
+"""The IREE command-line tools irprof drives: found beside the interpreter, run as subprocesses.
+
+IREE's Python runtime refuses profiling modes, so compile, run and profile projections all go
+through the console scripts of `iree-base-compiler` / `iree-base-runtime`. A failing tool is
+reported with its own diagnostic and the input it was given.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from irprof.errors import CaptureError
+
+DIAGNOSTIC_LINES = 30
+# llvm-cpu for this machine; debug info keeps source locations on every op of every stage.
+COMPILE_FLAGS = (
+    "--iree-hal-target-device=local",
+    "--iree-hal-local-target-device-backends=llvm-cpu",
+    "--iree-llvmcpu-target-cpu=host",
+    "--mlir-print-debuginfo",
+)
+PROFILING_MODES = "host-execution,queue-events,executable-metadata"
+
+
+def tool_path(name: str) -> Path:
+    """The IREE tool `name`: next to this interpreter (the venv's bin), else on PATH."""
+    beside = Path(sys.executable).parent / name
+    if beside.is_file():
+        return beside
+    found = shutil.which(name)
+    if found is None:
+        raise CaptureError(
+            f"{name}: IREE tool not found beside {sys.executable} or on PATH; install "
+            "iree-base-compiler and iree-base-runtime 3.13.0"
+        )
+    return Path(found)
+
+
+def run_tool(
+    name: str, arguments: Sequence[str], *, subject: Path, what: str, timeout_s: float
+) -> str:
+    """Run an IREE tool; on failure raise CaptureError naming `subject` with IREE's diagnostic."""
+    command = [str(tool_path(name)), *arguments]
+    try:
+        completed = subprocess.run(
+            command, capture_output=True, text=True, timeout=timeout_s, check=False
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise CaptureError(
+            f"{subject}: {name} ({what}) did not finish in {timeout_s:.0f} s"
+        ) from exc
+    if completed.returncode != 0:
+        lines = (completed.stderr.strip() or completed.stdout.strip()).splitlines()
+        diagnostic = "\n".join(lines[-DIAGNOSTIC_LINES:]) or "(no output)"
+        raise CaptureError(
+            f"{subject}: {what} failed ({name} exit code {completed.returncode}); IREE says:\n"
+            f"{diagnostic}"
+        )
+    return completed.stdout
+
+
+def compile_module(
+    source: Path,
+    out: Path,
+    *,
+    subject: Path,
+    to_flow: bool,
+    sources_dir: Path | None,
+    timeout_s: float,
+) -> None:
+    """`iree-compile` `source` for llvm-cpu into `out` (flow-level MLIR or a .vmfb)."""
+    arguments = [str(source), *COMPILE_FLAGS, "-o", str(out)]
+    if to_flow:
+        arguments.append("--compile-to=flow")
+    if sources_dir is not None:
+        arguments.append(f"--iree-hal-dump-executable-sources-to={sources_dir}")
+    stage = "compiling to flow" if to_flow else "compiling for llvm-cpu"
+    run_tool("iree-compile", arguments, subject=subject, what=stage, timeout_s=timeout_s)
+
+
+def profile_module(
+    vmfb: Path,
+    output: Path,
+    *,
+    function: str,
+    inputs: Sequence[str],
+    iterations: int,
+    subject: Path,
+    timeout_s: float,
+) -> None:
+    """Run `function` `iterations` times under HAL profiling, writing the `.ireeprof` `output`."""
+    arguments = [
+        f"--module={vmfb}",
+        "--device=local-task",
+        f"--function={function}",
+        *(f"--input={spec}" for spec in inputs),
+        f"--device_profiling_mode={PROFILING_MODES}",
+        f"--device_profiling_output={output}",
+        f"--benchmark_min_time={iterations}x",
+    ]
+    run_tool(
+        "iree-benchmark-module",
+        arguments,
+        subject=subject,
+        what=f"running @{function}",
+        timeout_s=timeout_s,
+    )
+
+
+def profile_projection(
+    profile: Path, command: str, *, subject: Path, timeout_s: float, extra: Sequence[str] = ()
+) -> str:
+    """`iree-profile <command> --format=jsonl` of a `.ireeprof` (its JSON lines)."""
+    return run_tool(
+        "iree-profile",
+        [command, "--format=jsonl", *extra, str(profile)],
+        subject=subject,
+        what=f"iree-profile {command}",
+        timeout_s=timeout_s,
+    )
