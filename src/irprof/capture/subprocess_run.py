@@ -12,7 +12,7 @@ import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 from irprof.bundle import RunBundle
@@ -46,11 +46,25 @@ def model_label(script: Path, out: Path) -> str:
         return script.name
 
 
-def run_runner(command: Sequence[str], *, script: Path, framework: str, timeout_s: float) -> None:
+def run_runner(
+    command: Sequence[str],
+    *,
+    script: Path,
+    framework: str,
+    timeout_s: float,
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+) -> None:
     """Run a capture child; raise CaptureError with its own message or the tail of its stderr."""
     try:
         completed = subprocess.run(
-            list(command), capture_output=True, text=True, timeout=timeout_s, check=False
+            list(command),
+            cwd=cwd,
+            env=dict(env) if env is not None else None,
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            check=False,
         )
     except subprocess.TimeoutExpired as exc:
         raise CaptureError(

@@ -16,14 +16,18 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import sys
-import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from irprof.bundle import Manifest, RunBundle
+from irprof.capture.subprocess_run import (
+    check_capture_arguments,
+    model_label,
+    run_runner,
+    staged_bundle,
+)
 from irprof.capture.tf_paths import make_paths_portable, own_frame_filter, portable_path_mapper
 from irprof.errors import CaptureError, UsageError
 from irprof.fileio import write_text_atomic
@@ -34,7 +38,6 @@ from irprof.mlir.load import load_module, print_module
 TF_LEVELS = ("tf", "tf-standard", "post-grappler")
 RUNTIME_GRAPH_FILE = "tf_runtime_graph.json"
 ONEDNN_ENV = {"on": "1", "off": "0"}
-STDERR_TAIL_LINES = 40
 
 
 @dataclass(frozen=True)
@@ -82,24 +85,16 @@ def capture_tf(
     opts = options or TfCaptureOptions()
     opts.validate()
     script_path = Path(script).resolve()
-    if not script_path.is_file():
-        raise UsageError(f"{script}: no such script")
     out_path = Path(out).resolve()
     if out_path.exists() and not force and (not out_path.is_dir() or any(out_path.iterdir())):
         raise UsageError(f"{out}: already exists; choose another -o or pass --force")
-    out_path.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out_path.name}.", dir=out_path.parent))
-    try:
-        work = staging / "work"
+    check_capture_arguments(script_path, out_path, steps=opts.steps, warmup=opts.warmup)
+    with staged_bundle(out_path) as staging:
+        work = staging / ".work"
         work.mkdir()
         result = _run_child(script_path, work, opts)
-        bundle = RunBundle(staging / "bundle")
-        _write_bundle(bundle, script_path, out_path, work, result, opts)
-        if out_path.exists():
-            shutil.rmtree(out_path)
-        os.replace(bundle.root, out_path)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        _write_bundle(RunBundle(staging), script_path, out_path, work, result, opts)
+        shutil.rmtree(work)
     return RunBundle(out_path)
 
 
@@ -120,25 +115,14 @@ def _run_child(script: Path, work: Path, opts: TfCaptureOptions) -> dict[str, An
     env["TF_DUMP_GRAPH_NAME_FILTER"] = "*"
     if opts.onednn in ONEDNN_ENV:
         env["TF_ENABLE_ONEDNN_OPTS"] = ONEDNN_ENV[opts.onednn]
-    command = [sys.executable, "-m", "irprof.capture.tf_runner", str(spec_path)]
-    try:
-        done = subprocess.run(
-            command,
-            cwd=script.parent,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=opts.timeout_s,
-            check=False,
-        )
-    except subprocess.TimeoutExpired as exc:
-        raise CaptureError(f"{script}: capture timed out after {opts.timeout_s:.0f} s") from exc
-    if done.returncode != 0:
-        tail = "\n".join(done.stderr.strip().splitlines()[-STDERR_TAIL_LINES:])
-        raise CaptureError(
-            f"{script}: the TensorFlow run failed (exit {done.returncode}); "
-            f"its stderr ends:\n{tail}"
-        )
+    run_runner(
+        [sys.executable, "-m", "irprof.capture.tf_runner", str(spec_path)],
+        script=script,
+        framework="TensorFlow",
+        timeout_s=opts.timeout_s,
+        cwd=script.parent,
+        env=env,
+    )
     result_path = work / "result.json"
     if not result_path.is_file():
         raise CaptureError(f"{script}: the TensorFlow run wrote no result")
@@ -169,10 +153,7 @@ def _write_bundle(
     trace_files = tuple(
         sorted(str(p.relative_to(bundle.root)) for p in bundle.trace_dir.rglob("*") if p.is_file())
     )
-    try:
-        model = os.path.relpath(script, out_path.parent)
-    except ValueError:  # another drive: keep the name only, never an absolute path
-        model = script.name
+    model = model_label(script, out_path)
     bundle.write_manifest(
         Manifest(
             framework="tf",
