@@ -9,6 +9,7 @@ from iree.compiler import ir
 from irprof.errors import MlirError
 from irprof.fileio import write_bytes_atomic
 from irprof.mlir.locations import downcast
+from irprof.mlir.safe_parse import DEFAULT_LIMITS, ParseLimits, call_with_stack, prescan_mlir
 
 # MLIR bytecode files start with "ML\xefR".
 BYTECODE_MAGIC = b"ML\xefR"
@@ -34,29 +35,39 @@ def _diag_where(location: ir.Location, source_name: str) -> str:
     return f"{source_name}:{location}"
 
 
-def _check_source(source: str | bytes, source_name: str) -> None:
-    """Reject inputs that are clearly not MLIR before the parser sees them."""
+def _check_source(
+    source: str | bytes, source_name: str, limits: ParseLimits = DEFAULT_LIMITS
+) -> None:
+    """Reject inputs that are not MLIR, or that would crash or stall the parser (see safe_parse)."""
     if isinstance(source, bytes):
         if source.startswith(BYTECODE_MAGIC):
             return
         try:
-            source = source.decode("utf-8")
+            source.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise MlirError(
                 f"{source_name}: neither MLIR text (not UTF-8 at byte {exc.start}) nor MLIR "
                 "bytecode (no 'ML\\xefR' header)"
             ) from exc
-    if not source.strip():
+        data = source
+    else:
+        data = source.encode("utf-8")
+    if not data.strip():
         raise MlirError(f"{source_name}: empty input, expected an MLIR module")
+    prescan_mlir(data, source_name, limits)
 
 
 def parse_module(
-    source: str | bytes, context: ir.Context, *, source_name: str = "<text>"
+    source: str | bytes,
+    context: ir.Context,
+    *,
+    source_name: str = "<text>",
+    limits: ParseLimits = DEFAULT_LIMITS,
 ) -> ir.Module:
     """Parse MLIR text or bytecode; raises MlirError with MLIR's diagnostics on failure."""
-    _check_source(source, source_name)
+    _check_source(source, source_name, limits)
     try:
-        return ir.Module.parse(source, context)
+        return call_with_stack(lambda: ir.Module.parse(source, context), limits.stack_bytes)
     except ir.MLIRError as exc:
         raise MlirError(
             f"{source_name}: not valid MLIR\n{_diagnostics_text(exc, source_name)}"
@@ -70,23 +81,27 @@ def _names_a_file(text: str) -> bool:
     return Path(text).is_file() or text.endswith((".mlir", ".mlirbc"))
 
 
-def load_module(path_or_text: str | Path, context: ir.Context) -> ir.Module:
+def load_module(
+    path_or_text: str | Path, context: ir.Context, *, limits: ParseLimits = DEFAULT_LIMITS
+) -> ir.Module:
     """Load a module from a path (`.mlir` text or `.mlirbc` bytecode) or from MLIR text.
 
     A `Path`, or a `str` without a newline that names an existing file, is read from disk (ops
     without a location then get `file:line:col` of this path, as with mlir-opt); any other
-    string is parsed as MLIR text.
+    string is parsed as MLIR text. `limits` bound size, nesting and number length (safe_parse).
     """
     if isinstance(path_or_text, str) and not _names_a_file(path_or_text):
-        return parse_module(path_or_text, context)
+        return parse_module(path_or_text, context, limits=limits)
     path = Path(path_or_text)
     try:
         data = path.read_bytes()
     except OSError as exc:
         raise MlirError(f"{path}: cannot read ({exc.strerror})") from exc
-    _check_source(data, str(path))
+    _check_source(data, str(path), limits)
     try:
-        return ir.Module.parseFile(str(path), context)
+        # parseFile (not parse of `data`) so ops without a location get this file's name, as
+        # with mlir-opt; the bindings have no way to name a buffer. The file is read twice.
+        return call_with_stack(lambda: ir.Module.parseFile(str(path), context), limits.stack_bytes)
     except ir.MLIRError as exc:
         raise MlirError(f"{path}: not valid MLIR\n{_diagnostics_text(exc, str(path))}") from exc
 
