@@ -35,7 +35,8 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 
 unit: $(STAMP) sysdeps
-	$(BIN)/pytest -q -p no:cacheprovider -rs
+	$(BIN)/pytest -q -p no:cacheprovider -rs --cov --cov-report=
+	@echo "line and branch coverage of src/irprof: $$($(BIN)/coverage report --format=total)%"
 
 test: lint typecheck unit
 

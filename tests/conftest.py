@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -14,3 +16,29 @@ REPO = Path(__file__).resolve().parents[1]
 def fixtures() -> Path:
     """Folder of the shipped fixtures."""
     return FIXTURES
+
+
+# In CI, `make test` has installed every dependency a test can skip on (frameworks, Graphviz,
+# Chromium, the IREE tools): a skip there means a broken install, and must not pass as green.
+STRICT_SKIPS = bool(os.environ.get("CI"))
+
+
+def _fail_skip(report: pytest.CollectReport | pytest.TestReport) -> None:
+    if STRICT_SKIPS and report.skipped and not hasattr(report, "wasxfail"):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr
+        report.outcome = "failed"
+        report.longrepr = f"skipped in CI (CI is set; every dependency is installed): {reason}"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector: pytest.Collector) -> Any:
+    """Module-level skips (`importorskip`) fail in CI."""
+    outcome = yield
+    _fail_skip(outcome.get_result())
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """Test-level skips fail in CI."""
+    outcome = yield
+    _fail_skip(outcome.get_result())
