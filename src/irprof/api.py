@@ -72,8 +72,11 @@ def annotate(
     *,
     attr: str = "irprof",
     allow_low_coverage: bool = False,
+    allow_mismatch: bool = False,
 ) -> AnnotateOutcome:
-    """Correlate one IR level of `run` and write annotated IR, opprofile and coverage into it."""
+    """Correlate one IR level of `run` and write annotated IR, opprofile and coverage into it
+    (refused when the IR or trace differs from its capture fingerprint, unless
+    `allow_mismatch`)."""
     from irprof.errors import UsageError
     from irprof.mlir.profile_attrs import LAYOUTS
     from irprof.run_annotate import annotate_bundle
@@ -86,6 +89,7 @@ def annotate(
         level=level,
         attr=attr,
         allow_low_coverage=allow_low_coverage,
+        allow_mismatch=allow_mismatch,
     )
 
 

@@ -7,8 +7,12 @@ regular file inside the bundle before anything opens it.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import functools
+import hashlib
+import os
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -17,7 +21,7 @@ import msgspec
 import orjson
 
 from irprof.coverage import Coverage, load_coverages, save_coverages
-from irprof.errors import BundleError, IrprofError
+from irprof.errors import BundleError
 from irprof.fileio import write_bytes_atomic
 
 if TYPE_CHECKING:
@@ -27,6 +31,9 @@ if TYPE_CHECKING:
 
 MANIFEST_VERSION = 1
 MANIFEST_LIMIT_BYTES = 16 << 20  # a manifest is a few kB; refuse to parse a planted huge file
+# Capture options that name a file of the bundle; each is checked like a trace file.
+PATH_OPTIONS = ("fx_nodes", "runtime_graph", "hlo_text")
+FINGERPRINT_PREFIX = "sha256:"
 
 
 class _ManifestSchema(msgspec.Struct, forbid_unknown_fields=False):
@@ -43,6 +50,7 @@ class _ManifestSchema(msgspec.Struct, forbid_unknown_fields=False):
     options: dict[str, Any] = {}
     created: str = ""
     version: int = MANIFEST_VERSION
+    fingerprints: dict[str, str] = {}
 
 
 @dataclass(frozen=True)
@@ -61,9 +69,13 @@ class Manifest:
     created: str = field(
         default_factory=lambda: dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     )
+    # bundle-relative path -> "sha256:<hex>" of the IR, trace and option files at capture
+    # (empty for bundles written before fingerprints existed: nothing to check then).
+    fingerprints: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         """Versioned JSON form."""
+        optional = {"fingerprints": self.fingerprints} if self.fingerprints else {}
         return {
             "version": MANIFEST_VERSION,
             "framework": self.framework,
@@ -76,6 +88,7 @@ class Manifest:
             "trace_files": list(self.trace_files),
             "options": self.options,
             "created": self.created,
+            **optional,
         }
 
     @staticmethod
@@ -96,6 +109,22 @@ class Manifest:
         for level in parsed.ir_levels:
             if not level or "/" in level or "\\" in level or level.startswith("."):
                 raise msgspec.ValidationError(f"IR level {level!r} is not a plain name")
+        for place, value in _path_fields(parsed.trace_files, parsed.options, parsed.fingerprints):
+            if not isinstance(value, str) or not value:
+                raise msgspec.ValidationError(
+                    f"Expected a relative path, got {value!r} - at `{place}`"
+                )
+            if Path(value).is_absolute() or ".." in Path(value).parts or "\\" in value:
+                raise msgspec.ValidationError(
+                    f"{value!r} points outside the bundle (paths must be relative and stay "
+                    f"inside it) - at `{place}`"
+                )
+        for name, digest in parsed.fingerprints.items():
+            if not digest.startswith(FINGERPRINT_PREFIX):
+                raise msgspec.ValidationError(
+                    f"Expected '{FINGERPRINT_PREFIX}<hex>', got {digest!r} - at "
+                    f"`$.fingerprints[{name!r}]`"
+                )
         return Manifest(
             framework=parsed.framework,
             model=parsed.model,
@@ -107,7 +136,12 @@ class Manifest:
             trace_files=tuple(parsed.trace_files),
             options=dict(parsed.options),
             created=parsed.created,
+            fingerprints=dict(parsed.fingerprints),
         )
+
+    def path_fields(self) -> Iterator[tuple[str, str]]:
+        """(JSON path, bundle-relative path) of every file the manifest names."""
+        return _path_fields(self.trace_files, self.options, self.fingerprints)
 
     def option_str(self, name: str, default: str) -> str:
         """A string-valued capture option (the default when absent); a mistyped one is an error."""
@@ -115,6 +149,39 @@ class Manifest:
         if not isinstance(value, str):
             raise BundleError(f"manifest.json: options.{name} must be a string, not {value!r}")
         return value
+
+
+def _path_fields(
+    trace_files: Iterable[str], options: dict[str, Any], fingerprints: dict[str, str]
+) -> Iterator[tuple[str, Any]]:
+    for index, name in enumerate(trace_files):
+        yield f"$.trace_files[{index}]", name
+    for option in PATH_OPTIONS:
+        if option in options:
+            yield f"$.options.{option}", options[option]
+    for name in fingerprints:
+        yield f"$.fingerprints[{name!r}]", name
+
+
+def file_fingerprint(path: Path) -> str:
+    """`sha256:<hex>` of a file's bytes."""
+    with path.open("rb") as handle:
+        return FINGERPRINT_PREFIX + hashlib.file_digest(handle, "sha256").hexdigest()
+
+
+def fingerprint_files(bundle: RunBundle, manifest: Manifest) -> Manifest:
+    """`manifest` with the fingerprint of each IR level, trace and option file it names, so
+    that `irprof annotate` can tell when one was swapped for another model's afterwards."""
+    names = [f"ir/{level}.mlir" for level in manifest.ir_levels]
+    names += [name for _, name in manifest.path_fields()]
+    return dataclasses.replace(
+        manifest,
+        fingerprints={
+            name: file_fingerprint(bundle.member(name, what="captured file"))
+            for name in dict.fromkeys(names)
+            if (bundle.root / name).is_file()
+        },
+    )
 
 
 class RunBundle:
@@ -216,9 +283,32 @@ class RunBundle:
                 f"{path}: larger than {MANIFEST_LIMIT_BYTES >> 20} MB; not a manifest"
             )
         try:
-            return Manifest.decode(data)
+            manifest = Manifest.decode(data)
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:
             raise BundleError(f"{path}: malformed manifest: {exc}") from exc
+        for place, relative in manifest.path_fields():
+            self._check_named_path(place, relative)
+        return manifest
+
+    def _check_named_path(self, place: str, relative: str) -> None:
+        """Refuse, naming the manifest field, a named file that is a symlink out of the bundle or
+        not a regular file; a missing one is reported by whoever needs it."""
+        path = self.root / relative
+        if not os.path.lexists(path):
+            return
+        try:
+            resolved = path.resolve(strict=True)
+        except (OSError, RuntimeError) as exc:
+            raise BundleError(
+                f"{self.manifest_path}: {place} = {relative!r} cannot be resolved ({exc})"
+            ) from exc
+        if not resolved.is_relative_to(self.root.resolve()):
+            raise BundleError(
+                f"{self.manifest_path}: {place} = {relative!r} resolves to {resolved}, outside "
+                "the bundle; refusing to read it"
+            )
+        if not resolved.is_file():
+            raise BundleError(f"{self.manifest_path}: {place} = {relative!r} is not a regular file")
 
     def manifest(self) -> Manifest:
         """The validated manifest (parsed once)."""
@@ -272,15 +362,36 @@ class RunBundle:
         path = self.member(f"ir/{level}.mlir", what=f"IR level {level!r}")
         return load_module(path, make_context())
 
+    def check_fingerprints(self, names: Iterable[str]) -> None:
+        """Refuse a file among `names` whose bytes differ from the fingerprint recorded at
+        capture (or that was added to the manifest afterwards). Bundles without fingerprints
+        (written before they existed) pass: the coverage check stays the next line of defence."""
+        recorded = self.manifest().fingerprints
+        if not recorded:
+            return
+        for name in dict.fromkeys(names):
+            expected = recorded.get(name)
+            if expected is None and not os.path.lexists(self.root / name):
+                continue  # an optional file the capture did not write; its reader reports it
+            path = self.member(name, what="captured file")
+            if expected is None:
+                raise BundleError(
+                    f"{path}: not fingerprinted at capture (the manifest was edited to name "
+                    "another file); re-capture, or pass --allow-mismatch to use it anyway"
+                )
+            if file_fingerprint(path) != expected:
+                raise BundleError(
+                    f"{path}: changed since capture (its sha256 differs from the manifest's "
+                    "fingerprint), so it may come from another model or run; re-capture, or "
+                    "pass --allow-mismatch to annotate it anyway"
+                )
+
     @functools.cached_property
     def _coverages(self) -> dict[str, Coverage]:
-        path = self.coverage_path
-        if not path.is_file():
+        if not os.path.lexists(self.coverage_path):
             return {}
-        try:
-            return load_coverages(path)
-        except (IrprofError, KeyError, TypeError, ValueError, orjson.JSONDecodeError) as exc:
-            raise BundleError(f"{path}: malformed coverage record ({exc})") from exc
+        path = self.member("coverage.json", what="coverage record")
+        return load_coverages(path)
 
     def coverages(self) -> dict[str, Coverage]:
         """`coverage.json` by level ({} before any annotate)."""
@@ -295,7 +406,11 @@ class RunBundle:
         folder = self.root / "annotated"
         if folder.exists() and not folder.is_dir():
             raise BundleError(f"{folder}: expected a directory of annotated IR, found a file")
-        present = {path.stem for path in folder.glob("*.mlir") if path.is_file()}
+        present = {
+            self.member(f"annotated/{path.name}", what="annotated IR").stem
+            for path in folder.glob("*.mlir")
+            if not path.is_dir()
+        }
         ordered = [level for level in self.manifest().ir_levels if level in present]
         return ordered + sorted(present - set(ordered))
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
+import msgspec
 import orjson
 
-from irprof.errors import CorrelationError
+from irprof.errors import BundleError, CorrelationError
 from irprof.fileio import write_bytes_atomic
 
 # Below these a correlation found almost nothing: the trace most likely belongs to another model.
@@ -80,7 +81,7 @@ class UnmatchedOp:
 
 @dataclass(frozen=True)
 class Coverage:
-    """The coverage record of docs/architecture.md, written as `coverage.json` and shown on the terminal."""
+    """The coverage record (docs/architecture.md): `coverage.json`, also shown on screen."""
 
     level: str
     profiled_ns: int
@@ -147,10 +148,87 @@ def save_coverages(path: str | Path, coverages: dict[str, Coverage]) -> None:
     write_bytes_atomic(path, orjson.dumps(payload, option=orjson.OPT_INDENT_2))
 
 
+COVERAGE_LIMIT_BYTES = 256 << 20  # far above any real record; refuse to parse a planted one
+_Count = Annotated[int, msgspec.Meta(ge=0, le=2**63 - 1)]
+
+
+class _UnmatchedEventSchema(msgspec.Struct, forbid_unknown_fields=True):
+    name: str
+    total_ns: _Count
+    count: _Count
+    reason: str
+
+
+class _UnmatchedOpSchema(msgspec.Struct, forbid_unknown_fields=True):
+    op_name: str
+    location: str
+    reason: str
+
+
+class _CoverageSchema(msgspec.Struct):
+    """One level's record in `coverage.json`; the derived ratios are recomputed, not read."""
+
+    level: str
+    profiled_ns: _Count
+    attributed_ns: _Count
+    ops_total: _Count
+    ops_nontrivial: _Count
+    ops_annotated: _Count
+    ops_nontrivial_annotated: _Count
+    ops_not_executed: _Count = 0
+    unmatched_events: list[_UnmatchedEventSchema] = []
+    unmatched_ops: list[_UnmatchedOpSchema] = []
+    warnings: list[str] = []
+    extra: dict[str, Any] = {}
+
+
+class _CoverageFileSchema(msgspec.Struct):
+    levels: dict[str, _CoverageSchema]
+    version: int = 1
+
+
+def _coverage_of(record: _CoverageSchema) -> Coverage:
+    return Coverage(
+        level=record.level,
+        profiled_ns=record.profiled_ns,
+        attributed_ns=record.attributed_ns,
+        ops_total=record.ops_total,
+        ops_nontrivial=record.ops_nontrivial,
+        ops_annotated=record.ops_annotated,
+        ops_nontrivial_annotated=record.ops_nontrivial_annotated,
+        ops_not_executed=record.ops_not_executed,
+        unmatched_events=tuple(
+            UnmatchedEvent(e.name, e.total_ns, e.count, e.reason) for e in record.unmatched_events
+        ),
+        unmatched_ops=tuple(
+            UnmatchedOp(o.op_name, o.location, o.reason) for o in record.unmatched_ops
+        ),
+        warnings=tuple(record.warnings),
+        extra=dict(record.extra),
+    )
+
+
 def load_coverages(path: str | Path) -> dict[str, Coverage]:
-    """Read `coverage.json`."""
-    obj = orjson.loads(Path(path).read_bytes())
-    return {k: Coverage.from_json(v) for k, v in obj["levels"].items()}
+    """Read and validate `coverage.json`; a malformed one is a BundleError naming the field."""
+    with open(path, "rb") as handle:
+        data = handle.read(COVERAGE_LIMIT_BYTES + 1)
+    if len(data) > COVERAGE_LIMIT_BYTES:
+        raise BundleError(f"{path}: larger than {COVERAGE_LIMIT_BYTES >> 20} MB; not coverage")
+    try:
+        parsed = msgspec.json.decode(data, type=_CoverageFileSchema, strict=True)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise BundleError(
+            f"{path}: malformed coverage record: {exc}; re-run `irprof annotate`"
+        ) from exc
+    coverages = {}
+    for level, record in parsed.levels.items():
+        if record.level != level:
+            raise BundleError(
+                f"{path}: malformed coverage record: level {record.level!r} filed under "
+                f"{level!r} - at `$.levels.{level}.level`; re-run `irprof annotate`"
+            )
+        coverages[level] = _coverage_of(record)
+    return coverages
 
 
 def check_coverage(coverage: Coverage, source: str) -> None:

@@ -9,8 +9,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
+import msgspec
 import orjson
 
 from irprof.errors import IrprofError
@@ -73,12 +74,27 @@ class ProfileData:
     kernels: tuple[str, ...] = ()
     fused_with: tuple[str, ...] = ()
     source: str = ""  # where the data came from, e.g. "xplane:sequential/conv/Conv2D"
+    # When the op's time is a share of events that ran several ops (a fused kernel, a
+    # decomposed call, an XLA fusion): the group's id, the measured total of its events, its
+    # member count and how the time was split (`flops`, `bytes`, `even`). Empty when measured.
+    group: str = ""
+    group_total_ns: int = 0
+    group_size: int = 0
+    share_basis: str = ""
+
+    @property
+    def estimated(self) -> bool:
+        """The time is an estimated share of a group's measured time, not a measurement."""
+        return self.group_size > 1
 
     def to_json(self) -> dict[str, Any]:
         """Plain JSON form (lists for tuples)."""
         out = asdict(self)
         out["kernels"] = list(self.kernels)
         out["fused_with"] = list(self.fused_with)
+        if not self.group:
+            for name in ("group", "group_total_ns", "group_size", "share_basis"):
+                del out[name]
         return out
 
     @staticmethod
@@ -95,6 +111,10 @@ class ProfileData:
             kernels=tuple(obj.get("kernels", ())),
             fused_with=tuple(obj.get("fused_with", ())),
             source=str(obj.get("source", "")),
+            group=str(obj.get("group", "")),
+            group_total_ns=int(obj.get("group_total_ns", 0)),
+            group_size=int(obj.get("group_size", 0)),
+            share_basis=str(obj.get("share_basis", "")),
         )
 
     @staticmethod
@@ -200,13 +220,109 @@ class OpProfile:
 
     @staticmethod
     def load(path: str | Path) -> OpProfile:
-        """Read an `opprofile.json`."""
+        """Read and validate an `opprofile.json`; a malformed one is an error naming the field."""
         try:
-            obj = orjson.loads(Path(path).read_bytes())
+            data = Path(path).read_bytes()
         except FileNotFoundError as exc:
             raise IrprofError(f"{path}: no such opprofile file") from exc
-        except orjson.JSONDecodeError as exc:
-            raise IrprofError(f"{path}: not JSON ({exc})") from exc
-        if not isinstance(obj, dict):
-            raise IrprofError(f"{path}: expected a JSON object with 'entries'")
-        return OpProfile.from_json(obj, path=str(path))
+        try:
+            version = msgspec.json.decode(data, type=_VersionSchema).version
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            raise IrprofError(f"{path}: malformed opprofile: {exc}") from exc
+        if version != OPPROFILE_VERSION:
+            raise IrprofError(
+                f"{path}: opprofile version {version!r} is not supported "
+                f"(expected {OPPROFILE_VERSION})"
+            )
+        try:
+            parsed = msgspec.json.decode(data, type=_OpProfileSchema, strict=True)
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            raise IrprofError(f"{path}: malformed opprofile: {exc}") from exc
+        return parsed.to_profile()
+
+
+_Int64 = Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
+_Count = Annotated[int, msgspec.Meta(ge=0, le=2**63 - 1)]
+_Fraction = Annotated[float, msgspec.Meta(ge=0.0, le=1e6)]  # finite; shares may exceed 1
+
+
+class _VersionSchema(msgspec.Struct):
+    version: Any = None
+
+
+class _KeySchema(msgspec.Struct, forbid_unknown_fields=True):
+    name: str | None = None
+    source: str | None = None
+    origin: str | None = None
+    ordinal: _Count | None = None
+
+
+class _ProfileSchema(msgspec.Struct, forbid_unknown_fields=True):
+    count: _Count
+    total_ns: _Count
+    mean_ns: _Count
+    min_ns: _Count
+    max_ns: _Count
+    first_ts_ns: _Int64
+    fraction: _Fraction
+    kernels: list[str] = []
+    fused_with: list[str] = []
+    source: str = ""
+    group: str = ""
+    group_total_ns: _Count = 0
+    group_size: _Count = 0
+    share_basis: str = ""
+
+    def to_data(self) -> ProfileData:
+        return ProfileData(
+            count=self.count,
+            total_ns=self.total_ns,
+            mean_ns=self.mean_ns,
+            min_ns=self.min_ns,
+            max_ns=self.max_ns,
+            first_ts_ns=self.first_ts_ns,
+            fraction=self.fraction,
+            kernels=tuple(self.kernels),
+            fused_with=tuple(self.fused_with),
+            source=self.source,
+            group=self.group,
+            group_total_ns=self.group_total_ns,
+            group_size=self.group_size,
+            share_basis=self.share_basis,
+        )
+
+
+class _EntrySchema(msgspec.Struct, forbid_unknown_fields=True):
+    key: _KeySchema
+    profile: _ProfileSchema
+    op: str = ""
+    loc: str = ""
+
+
+class _OpProfileSchema(msgspec.Struct):
+    """The JSON schema of `opprofile.json`; field types and ranges are checked on decode."""
+
+    level: str
+    entries: list[_EntrySchema]
+    version: int = OPPROFILE_VERSION
+    framework: str = ""
+    source_trace: str = ""
+    totals: dict[str, Any] = {}
+
+    def to_profile(self) -> OpProfile:
+        entries = tuple(
+            OpProfileEntry(
+                key=OpKey(e.key.name, e.key.source, e.key.origin, e.key.ordinal),
+                data=e.profile.to_data(),
+                op_name=e.op,
+                location=e.loc,
+            )
+            for e in self.entries
+        )
+        return OpProfile(
+            level=self.level,
+            framework=self.framework,
+            entries=entries,
+            totals=dict(self.totals),
+            source_trace=self.source_trace,
+        )

@@ -80,10 +80,20 @@ def annotate_bundle(
     attr: Layout = "irprof",
     allow_low_coverage: bool = False,
     options: CorrelationOptions | None = None,
+    allow_mismatch: bool = False,
 ) -> AnnotateOutcome:
-    """Correlate `level` of `bundle`, annotate its IR and write the results into the bundle."""
+    """Correlate `level` of `bundle`, annotate its IR and write the results into the bundle.
+
+    Unless `allow_mismatch`, the level's IR, the trace files and the capture's side files must
+    still be the ones fingerprinted at capture: a swapped file would be annotated with another
+    model's profile."""
     framework = bundle_framework(bundle)
     level = choose_level(bundle, level)
+    if not allow_mismatch:
+        manifest = bundle.manifest()
+        bundle.check_fingerprints(
+            [f"ir/{level}.mlir", *(name for _, name in manifest.path_fields())]
+        )
     result = framework.load_correlator().correlate(bundle, level, options or CorrelationOptions())
     coverage = result.coverage
     if not allow_low_coverage:

@@ -31,7 +31,7 @@ from typing import Any
 import jax
 from jax._src import source_info_util  # private: the only way to mark a path non-user
 
-from irprof.bundle import Manifest, RunBundle
+from irprof.bundle import Manifest, RunBundle, fingerprint_files
 from irprof.capture.subprocess_run import ERROR_PREFIX  # the parent shows such lines as the error
 
 USAGE_EXIT = 2
@@ -156,7 +156,8 @@ def capture(script: Path, entry: str, steps: int, warmup: int, out: Path, model_
             "source_paths": "relative to the script's folder",
         },
     )
-    RunBundle(out).write_manifest(manifest)
+    bundle = RunBundle(out)
+    bundle.write_manifest(fingerprint_files(bundle, manifest))
 
 
 def compiled_module_name(hlo_text: str) -> str:

@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from irprof.bundle import Manifest, RunBundle
+from irprof.bundle import Manifest, RunBundle, fingerprint_files
 from irprof.capture.subprocess_run import (
     check_capture_arguments,
     model_label,
@@ -155,22 +155,25 @@ def _write_bundle(
     )
     model = model_label(script, out_path)
     bundle.write_manifest(
-        Manifest(
-            framework="tf",
-            model=model,
-            entry=opts.entry,
-            steps=opts.steps,
-            device=result["device"],
-            versions=result["versions"],
-            ir_levels=levels,
-            trace_files=trace_files,
-            options={
-                **{k: v for k, v in asdict(opts).items() if k != "timeout_s"},
-                "function": result["function"],
-                "onednn_active": result["onednn"],
-                "recorded_tracer_options": result["recorded_options"],
-                "step_marker": result["step_marker_name"],
-                "runtime_graph": RUNTIME_GRAPH_FILE,
-            },
+        fingerprint_files(
+            bundle,
+            Manifest(
+                framework="tf",
+                model=model,
+                entry=opts.entry,
+                steps=opts.steps,
+                device=result["device"],
+                versions=result["versions"],
+                ir_levels=levels,
+                trace_files=trace_files,
+                options={
+                    **{k: v for k, v in asdict(opts).items() if k != "timeout_s"},
+                    "function": result["function"],
+                    "onednn_active": result["onednn"],
+                    "recorded_tracer_options": result["recorded_options"],
+                    "step_marker": result["step_marker_name"],
+                    "runtime_graph": RUNTIME_GRAPH_FILE,
+                },
+            ),
         )
     )

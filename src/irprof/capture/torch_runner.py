@@ -25,7 +25,7 @@ import torch._decomp
 from iree.compiler import ir
 from iree.compiler.extras.fx_importer import ContextCache, FxImporter, GraphNodeImporter
 
-from irprof.bundle import Manifest, RunBundle
+from irprof.bundle import Manifest, RunBundle, fingerprint_files
 from irprof.capture.subprocess_run import ERROR_PREFIX  # the parent shows such lines as the error
 from irprof.capture.torch_locations import (
     FxNodeName,
@@ -317,21 +317,24 @@ def main(argv: list[str] | None = None) -> int:
 
     profile_steps(model, inputs, args.steps, args.warmup, args.staging / TRACE_FILE)
     bundle.write_manifest(
-        Manifest(
-            framework="torch",
-            model=args.model_label or script.name,
-            entry=args.entry,
-            steps=args.steps,
-            device="cpu",
-            versions=versions(),
-            ir_levels=("torch", "linalg") if "linalg" in levels else ("torch",),
-            trace_files=(TRACE_FILE,),
-            options={
-                "warmup": args.warmup,
-                "decompose": args.decompose,
-                "threads": args.threads,
-                "fx_nodes": FX_NODES_FILE,
-            },
+        fingerprint_files(
+            bundle,
+            Manifest(
+                framework="torch",
+                model=args.model_label or script.name,
+                entry=args.entry,
+                steps=args.steps,
+                device="cpu",
+                versions=versions(),
+                ir_levels=("torch", "linalg") if "linalg" in levels else ("torch",),
+                trace_files=(TRACE_FILE,),
+                options={
+                    "warmup": args.warmup,
+                    "decompose": args.decompose,
+                    "threads": args.threads,
+                    "fx_nodes": FX_NODES_FILE,
+                },
+            ),
         )
     )
     return 0

@@ -24,9 +24,22 @@ def annotate(
         bool,
         typer.Option("--allow-low-coverage", help="Annotate even when almost nothing matched."),
     ] = False,
+    allow_mismatch: Annotated[
+        bool,
+        typer.Option(
+            "--allow-mismatch",
+            help="Annotate even when the IR or trace differs from what was captured.",
+        ),
+    ] = False,
 ) -> None:
     """Join the run's trace to one IR level and write annotated IR, opprofile and coverage."""
-    outcome = annotate_run(run, level, attr=attr, allow_low_coverage=allow_low_coverage)
+    outcome = annotate_run(
+        run,
+        level,
+        attr=attr,
+        allow_low_coverage=allow_low_coverage,
+        allow_mismatch=allow_mismatch,
+    )
     console = Console(highlight=False)
     console.print(coverage_report(outcome.coverage))
     console.print(

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import numpy as np
-import orjson
 
 from irprof.capture.torch_locations import aten_event_name
 from irprof.errors import BundleError
@@ -52,32 +52,49 @@ class OpEvent:
     frames: frozenset[tuple[str, str]] = frozenset()  # Python frames: (file, function)
 
 
+class _FxNodeSchema(msgspec.Struct):
+    index: int
+    name: str
+    target: str
+    modules: list[tuple[str, str]] = []
+    frames: list[tuple[str, int | None, str]] = []
+
+
+class _FxFileSchema(msgspec.Struct):
+    """The JSON schema of `torch.fx.json` (what `irprof capture torch` exports)."""
+
+    nodes: list[_FxNodeSchema]
+    version: int = 1
+
+
 def load_fx_calls(path: Path) -> list[FxCall]:
     """Read `torch.fx.json` and number module instances per class in order of first call."""
     try:
-        document = orjson.loads(path.read_bytes())
-        nodes = document["nodes"]
+        data = path.read_bytes()
     except FileNotFoundError as exc:
         raise BundleError(f"{path}: missing; re-capture with `irprof capture torch`") from exc
-    except (orjson.JSONDecodeError, KeyError, TypeError) as exc:
-        raise BundleError(f"{path}: malformed FX node list ({exc!r})") from exc
+    try:
+        nodes = msgspec.json.decode(data, type=_FxFileSchema, strict=True).nodes
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise BundleError(
+            f"{path}: malformed FX node list: {exc}; re-capture with `irprof capture torch`"
+        ) from exc
     instance_of: dict[str, str] = {}
     per_class: Counter[str] = Counter()
     calls = []
     for node in nodes:
         chain = []
-        for module_path, class_name in node["modules"]:
+        for module_path, class_name in node.modules:
             if module_path not in instance_of:
                 instance_of[module_path] = f"{class_name}_{per_class[class_name]}"
                 per_class[class_name] += 1
             chain.append(instance_of[module_path])
-        frames = node.get("frames") or []
-        innermost = (str(frames[-1][0]), str(frames[-1][2])) if frames else None
+        innermost = (node.frames[-1][0], node.frames[-1][2]) if node.frames else None
         calls.append(
             FxCall(
-                int(node["index"]),
-                node["name"],
-                aten_event_name(node["target"]),
+                node.index,
+                node.name,
+                aten_event_name(node.target),
                 tuple(chain),
                 innermost,
             )
