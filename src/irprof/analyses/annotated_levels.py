@@ -30,6 +30,16 @@ def require_annotated(bundle: RunBundle, level: str | None = None) -> str:
         raise BundleError(
             f"{bundle.root}: no annotated IR under annotated/; run `irprof annotate {bundle.root}`"
         )
+    captured = bundle.manifest().ir_levels
+    strays = [name for name in levels if name not in captured]
+    if strays:
+        # `irprof annotate` only writes levels the manifest lists: anything else was put there
+        # by hand or belongs to another run, and its numbers cannot be trusted.
+        raise BundleError(
+            f"{bundle.annotated_path(strays[0])}: level {strays[0]!r} is not among the "
+            f"captured IR levels of {bundle.manifest_path} "
+            f"({', '.join(captured) or 'none'}); remove it or re-run `irprof annotate`"
+        )
     if level is None:
         return levels[0]
     if level not in levels:
@@ -42,7 +52,7 @@ def require_annotated(bundle: RunBundle, level: str | None = None) -> str:
 def load_annotated_level(bundle: RunBundle, level: str | None = None) -> AnnotatedLevel:
     """Parse `RUN/annotated/<level>.mlir` and gather its profiled ops."""
     chosen = require_annotated(bundle, level)
-    path = bundle.annotated_path(chosen)
+    path = bundle.member(f"annotated/{chosen}.mlir", what="annotated IR")
     module, profiled = load_profiled_module(path)
     return AnnotatedLevel(chosen, path, module, profiled)
 

@@ -13,6 +13,7 @@ from irprof.bundle import RunBundle
 from irprof.fileio import write_bytes_atomic
 from irprof.registry import load_reference
 from irprof.renderers.base import get_export_renderers
+from irprof.run_annotate import bundle_framework
 
 
 def export(
@@ -27,7 +28,9 @@ def export(
     """Export a run for Perfetto / chrome://tracing or as Model Explorer node data."""
     renderer = get_export_renderers().get(to)
     build_input = cast(Callable[[RunBundle, str | None], Any], load_reference(renderer.input))
-    data = build_input(RunBundle(run), level)
+    bundle = RunBundle(run)
+    bundle_framework(bundle)  # a bundle of an unknown stack is not a run irprof wrote
+    data = build_input(bundle, level)
     write_bytes_atomic(output, renderer.render(data))
     Console(highlight=False, stderr=True).print(f"{to} export -> {output}", markup=False)
 

@@ -10,6 +10,7 @@ from rich.console import Console
 
 from irprof.api import open_run
 from irprof.api import report as write_report
+from irprof.run_annotate import bundle_framework
 
 
 def report(
@@ -23,6 +24,7 @@ def report(
 ) -> None:
     """Write one static HTML file: summary, hotspots, rollups, op graph, DAG, coverage gaps."""
     bundle = open_run(run)
+    bundle_framework(bundle)  # a bundle of an unknown stack is not a run irprof wrote
     target = write_report(bundle, output, max_nodes=max_nodes)
     levels = ", ".join(bundle.annotated_levels())
     Console(highlight=False, stderr=True).print(

@@ -13,6 +13,7 @@ from irprof.analyses.hotspots import GROUP_BYS, hotspots
 from irprof.bundle import RunBundle
 from irprof.errors import UsageError
 from irprof.renderers.hotspot_table import hotspot_rich_table
+from irprof.run_annotate import bundle_framework
 
 
 def top(
@@ -28,6 +29,7 @@ def top(
         raise UsageError(f"--by {by!r}: expected one of {'|'.join(GROUP_BYS)}")
     bundle = RunBundle(run)
     manifest = bundle.manifest()
+    bundle_framework(bundle)  # a bundle of an unknown stack is not a run irprof wrote
     loaded = load_annotated_level(bundle, level)
     table = hotspots(
         loaded.profiled.ops,
