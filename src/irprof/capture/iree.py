@@ -27,6 +27,7 @@ from pathlib import Path
 
 from irprof.bundle import Manifest, RunBundle
 from irprof.capture.iree_inputs import (
+    TensorSpec,
     function_signature,
     npz_inputs,
     random_inputs,
@@ -163,7 +164,7 @@ def capture_iree(
 
 
 def _input_specs(
-    options: IreeCaptureOptions, signature: list, model: Path, work_dir: Path
+    options: IreeCaptureOptions, signature: list[TensorSpec], model: Path, work_dir: Path
 ) -> list[str]:
     if options.inputs:
         return list(options.inputs)

@@ -1,0 +1,346 @@
+"""IREE correlator: profiled dispatches -> their `flow.executable` -> compute ops -> source ops.
+
+The capture compiled an origin-stamped copy of the source, so every flow op names the source
+op it came from (`iree_dispatch.origins`). For one dispatch invocation (a `DISPATCH` event of
+the `iree-profile` trace, warm-up runs left out by the manifest's `warmup_until_ns`):
+
+- level `flow`: its time is shared among the ops of the dispatch's function by estimated work
+  (`iree_dispatch`: iteration points x body ops; loads/stores get 0 ns but record the dispatch);
+  the host-side `flow.dispatch` op that launches it gets the whole time, inclusively.
+- the source level (`stablehlo`, `torch`, `tosa`, `linalg`): the same work shares summed per
+  source op, so a dispatch that fused several source ops is a group whose members' shares add up
+  to its time (`fused_with` names the other members, `source` gives each share and the basis);
+  `func.call` ops an op was inlined through get its share inclusively.
+
+Dispatches no export matches, and work whose op carries no origin, are unattributed and listed.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from iree.compiler import ir
+
+from irprof.bundle import RunBundle
+from irprof.correlate.base import CorrelationOptions, CorrelationResult
+from irprof.correlate.iree_dispatch import DispatchPlan, origins, plan_dispatches
+from irprof.coverage import UnmatchedEvent
+from irprof.errors import BundleError, CorrelationError
+from irprof.mlir.module_coverage import coverage_for
+from irprof.mlir.op_index import OpInfo, derive_op_infos
+from irprof.opprofile import OpKey, OpProfile, OpProfileEntry, ProfileData
+from irprof.trace.model import EventKind, Trace
+
+FLOW = "flow"
+SHARE_BASIS = "share by estimated work (iteration points x body ops)"
+# Host-side flow ops that only rename or re-view buffers: no run-time work of their own.
+FREE_HOST_OPS = frozenset(
+    {"flow.tensor.reshape", "flow.tensor.bitcast", "flow.executable", "flow.executable.export"}
+)
+
+
+class IreeCorrelator:
+    """Joins IREE dispatch events to the flow IR and to the stamped source IR."""
+
+    framework = "iree"
+    levels: tuple[str, ...] = ("stablehlo", "torch", "tosa", "linalg", FLOW)
+
+    def correlate(
+        self, bundle: RunBundle, level: str, options: CorrelationOptions
+    ) -> CorrelationResult:
+        """Correlate the bundle's dispatch events with `RUN/ir/<level>.mlir`."""
+        if options.fused_time_rule not in ("default", "flops"):
+            raise CorrelationError(
+                f"unknown fused-time rule '{options.fused_time_rule}' for IREE (known: default, "
+                "flops: both share a dispatch by estimated work)"
+            )
+        manifest = bundle.manifest()
+        source_level = manifest.option_str("origin_level", manifest.ir_levels[0])
+        if level not in (source_level, FLOW):
+            raise BundleError(
+                f"{bundle.root}: the iree correlator annotates '{source_level}' and '{FLOW}'"
+            )
+        warmup_until = manifest.options.get("warmup_until_ns", 0)
+        if not isinstance(warmup_until, int):
+            raise BundleError(f"{bundle.manifest_path}: options.warmup_until_ns must be an int")
+        trace = bundle.trace()
+        rows = [
+            row
+            for row in trace.rows_of_kind(EventKind.DISPATCH).tolist()
+            if int(trace.ts_ns[row]) >= warmup_until
+        ]
+        if not rows:
+            raise CorrelationError(f"{bundle.primary_trace_path}: no dispatch event to correlate")
+        flow_infos = derive_op_infos(bundle.ir(FLOW))
+        source_infos = derive_op_infos(bundle.ir(source_level))
+        functions = frozenset(
+            position
+            for position, info in enumerate(source_infos)
+            if info.op_name in ("func.func", "util.func", "builtin.module")
+        )
+        plans = plan_dispatches(flow_infos, source_level, functions)
+        infos = flow_infos if level == FLOW else source_infos
+        return _correlate(
+            trace,
+            rows,
+            plans,
+            flow_infos,
+            infos,
+            level,
+            source_level,
+            manifest.steps,
+            str(bundle.primary_trace_path.relative_to(bundle.root)),
+        )
+
+
+def _correlate(
+    trace: Trace,
+    rows: list[int],
+    plans: dict[str, DispatchPlan],
+    flow_infos: list[OpInfo],
+    infos: list[OpInfo],
+    level: str,
+    source_level: str,
+    steps: int,
+    source_trace: str,
+) -> CorrelationResult:
+    is_flow = level == FLOW
+    op_time: dict[int, dict[int, float]] = defaultdict(dict)
+    inclusive: dict[int, dict[int, float]] = defaultdict(dict)
+    members: dict[int, set[str]] = defaultdict(set)  # position -> dispatch keys it ran in
+    shares: dict[int, dict[str, float]] = defaultdict(dict)
+    launchers = _launchers(flow_infos) if is_flow else {}
+    unmatched: dict[str, UnmatchedEvent] = {}
+    profiled = attributed = 0.0
+    for row in rows:
+        key = trace.name_of(row)
+        duration = int(trace.dur_ns[row])
+        profiled += duration
+        plan = plans.get(key)
+        weights, calls, total = _weights(plan, is_flow)
+        if plan is None or total <= 0 or not weights:
+            why = (
+                f"no flow.executable export named '{key}' in ir/{FLOW}.mlir"
+                if plan is None
+                else "no compute op of the dispatch carries a source origin"
+            )
+            _add_unmatched(unmatched, key, duration, why)
+            continue
+        resolved = sum(weights.values())
+        attributed += duration * resolved / total
+        if resolved < total:
+            _add_unmatched(
+                unmatched,
+                f"{key} (unstamped part)",
+                round(duration * (1 - resolved / total)),
+                "compute ops without an origin stamp in their location",
+            )
+        for position, weight in weights.items():
+            op_time[position][row] = op_time[position].get(row, 0.0) + duration * weight / total
+            members[position].add(key)
+            shares[position][key] = weight / total
+        for position, weight in calls.items():
+            # Outer stamps also name the enclosing function ops; only call ops get inclusive time.
+            if infos[position].op_name.endswith("call"):
+                inclusive[position][row] = duration * weight / total
+        for position in launchers.get(key, ()):
+            inclusive[position][row] = float(duration)
+    profiled_ns = int(profiled)
+    positioned = _entries(trace, infos, op_time, inclusive, members, shares, profiled_ns, level)
+    entries = [entry for _, entry in positioned]
+    annotated = {position for position, _ in positioned}
+    reasons, not_executed = (
+        _flow_reasons(flow_infos, plans, annotated)
+        if is_flow
+        else _source_reasons(flow_infos, plans, infos, annotated, source_level)
+    )
+    coverage = coverage_for(
+        [(info.op, info.key) for info in infos],
+        annotated,
+        level=level,
+        profiled_ns=profiled_ns,
+        attributed_ns=round(attributed),
+        unmatched_events=list(unmatched.values()),
+        reasons=reasons,
+        not_executed=not_executed,
+        warnings=list(trace.warnings),
+    )
+    opprofile = OpProfile(
+        level=level,
+        framework="iree",
+        entries=tuple(entries),
+        totals={
+            "profiled_ns": profiled_ns,
+            "attributed_ns": round(attributed),
+            "steps": steps,
+            "dispatch_events": len(rows),
+            "dispatches": len({trace.name_of(row) for row in rows}),
+            "fused_time_rule": SHARE_BASIS,
+        },
+        source_trace=source_trace,
+    )
+    return CorrelationResult(opprofile, coverage)
+
+
+def _weights(
+    plan: DispatchPlan | None, is_flow: bool
+) -> tuple[dict[int, float], dict[int, float], float]:
+    """(target position -> weight, call position -> weight, total weight) of one dispatch."""
+    if plan is None:
+        return {}, {}, 0.0
+    if is_flow:
+        weights = dict(plan.flow_weights)
+        total = sum(weights.values())
+        if total <= 0 and weights:  # nothing weighable (a pure copy): every op evenly
+            weights = dict.fromkeys(weights, 1.0)
+            total = float(len(weights))
+        return weights, {}, total
+    return dict(plan.source_weights), dict(plan.call_weights), plan.total_weight
+
+
+def _add_unmatched(table: dict[str, UnmatchedEvent], name: str, ns: int, reason: str) -> None:
+    old = table.get(name)
+    count = old.count + 1 if old else 1
+    total = (old.total_ns if old else 0) + ns
+    table[name] = UnmatchedEvent(name, total, count, reason)
+
+
+def _launchers(flow_infos: list[OpInfo]) -> dict[str, list[int]]:
+    """Dispatch key -> positions of the host-side `flow.dispatch` ops that launch it."""
+    found: dict[str, list[int]] = defaultdict(list)
+    for position, info in enumerate(flow_infos):
+        if info.op_name != "flow.dispatch" or "entry_points" not in info.op.attributes:
+            continue
+        for entry in info.op.attributes["entry_points"]:
+            nested = ir.SymbolRefAttr(entry).value
+            if nested:
+                found[nested[-1]].append(position)
+    return found
+
+
+def _label(info: OpInfo, position: int) -> str:
+    return info.key.name or f"{info.op_name}#{position}"
+
+
+def _entries(
+    trace: Trace,
+    infos: list[OpInfo],
+    op_time: dict[int, dict[int, float]],
+    inclusive: dict[int, dict[int, float]],
+    members: dict[int, set[str]],
+    shares: dict[int, dict[str, float]],
+    profiled_ns: int,
+    level: str,
+) -> list[tuple[int, OpProfileEntry]]:
+    """(position, entry) per op with time; ops whose key names nothing are left out."""
+    by_dispatch: dict[str, set[int]] = defaultdict(set)
+    for position, keys in members.items():
+        for key in keys:
+            by_dispatch[key].add(position)
+    entries: list[tuple[int, OpProfileEntry]] = []
+    for position in sorted(set(op_time) | set(inclusive)):
+        info = infos[position]
+        if info.key.name is None and info.key.source is None and info.key.origin is None:
+            continue  # an ordinal alone would designate every op
+        if position in op_time:
+            times = op_time[position]
+            fused = {
+                _label(infos[other], other)
+                for key in members[position]
+                for other in by_dispatch[key]
+                if other != position
+            }
+            source = (
+                "iree:"
+                + ", ".join(f"{key} {share:.1%}" for key, share in sorted(shares[position].items()))
+                + f" ({SHARE_BASIS})"
+            )
+        else:
+            times = inclusive[position]
+            fused = set()
+            source = f"iree:inclusive ({'dispatch launch' if level == FLOW else 'call'})"
+        ordered = sorted(times)
+        durations = [round(times[row]) for row in ordered]
+        entries.append(
+            (
+                position,
+                OpProfileEntry(
+                    key=OpKey(
+                        name=info.key.name,
+                        source=info.key.source,
+                        origin=info.key.origin,
+                        ordinal=info.key.ordinal,
+                    ),
+                    data=ProfileData.from_durations(
+                        durations,
+                        min(int(trace.ts_ns[row]) for row in ordered),
+                        profiled_ns,
+                        kernels=sorted({trace.name_of(row) for row in ordered}),
+                        fused_with=sorted(fused - {_label(info, position)}),
+                        source=source,
+                    ),
+                    op_name=info.op_name,
+                    location=" <- ".join(info.keys.chain[:2]),
+                ),
+            )
+        )
+    return entries
+
+
+def _source_reasons(
+    flow_infos: list[OpInfo],
+    plans: dict[str, DispatchPlan],
+    infos: list[OpInfo],
+    annotated: set[int],
+    source_level: str,
+) -> tuple[dict[int, str], set[int]]:
+    """Why each source op got no time; the ones IREE removed or left to the host are free."""
+    in_dispatch: dict[int, str] = {}
+    for plan in plans.values():
+        for position in plan.flow_weights:
+            for origin in origins(flow_infos[position].location, source_level)[:1]:
+                in_dispatch.setdefault(origin, plan.key)
+    anywhere = {
+        origin for info in flow_infos for origin in origins(info.location, source_level)[:1]
+    }
+    reasons: dict[int, str] = {}
+    free: set[int] = set()
+    for position in range(len(infos)):
+        if position in annotated:
+            continue
+        if position in in_dispatch:
+            reasons[position] = (
+                f"only binding loads/stores of {in_dispatch[position]} carry it (no compute)"
+            )
+        elif position in anywhere:
+            reasons[position] = "only host-side flow ops carry it (no dispatch; run-time free)"
+            free.add(position)
+        else:
+            reasons[position] = (
+                "no flow op carries its origin: folded by IREE, or its work absorbed into "
+                "another op (e.g. raised into linalg.softmax) that keeps only that op's location"
+            )  # not counted as free: absorbed work is real but unmeasurable per op
+    return reasons, free
+
+
+def _flow_reasons(
+    flow_infos: list[OpInfo], plans: dict[str, DispatchPlan], annotated: set[int]
+) -> tuple[dict[int, str], set[int]]:
+    """Why each flow op got no time: in a dispatch that never ran, or host-side."""
+    in_plan = {position: plan.key for plan in plans.values() for position in plan.flow_weights}
+    reasons: dict[int, str] = {}
+    free: set[int] = set()
+    for position, info in enumerate(flow_infos):
+        if position in annotated:
+            continue
+        if position in in_plan:
+            reasons[position] = f"in {in_plan[position]}, which did not run in the profiled steps"
+        elif info.op_name in FREE_HOST_OPS or info.op_name.startswith("iree_tensor_ext."):
+            reasons[position] = "host-side or declaration op: no run-time work of its own"
+            free.add(position)
+        else:
+            reasons[position] = "host-side op outside every dispatch (not profiled per op)"
+    return reasons, free
+
+
+CORRELATOR = IreeCorrelator()
