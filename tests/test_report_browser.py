@@ -25,6 +25,7 @@ from irprof.bundle import RunBundle
 from irprof.fileio import write_bytes_atomic
 from irprof.renderers.base import get_op_graph_renderers
 from irprof.renderers.report_html import RENDERER
+from irprof.run_annotate import annotate_bundle
 
 playwright_api = pytest.importorskip("playwright.sync_api")
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -194,4 +195,51 @@ def test_standalone_graph_page_searches_and_clicks(
     page.locator("#graph-view g.node.match").first.click()
     assert "MatMul" in page.inner_text("#node-details")
     shoot(page, "graph_page.png")
+    assert problems == []
+
+
+def _first_cell(page: Any, table: str) -> str:
+    return str(page.inner_text(f"{table} tbody tr:first-child td:first-child"))
+
+
+def test_tables_sort_hottest_first_and_toggle_on_click(
+    browser: Any, tmp_path: Path, tf_bundle: RunBundle
+) -> None:
+    # GIVEN a run annotated at two levels
+    bundle = RunBundle(tmp_path / "run")
+    shutil.copytree(tf_bundle.root, bundle.root)
+    annotate_bundle(bundle, "tf-standard")
+    data = build_report_data(bundle)
+    by_op = {level.annotated.level: level.by_op.rows for level in data.levels}
+    hottest = {level: max(rows, key=lambda r: r.total_ns).key for level, rows in by_op.items()}
+    coolest = {level: min(rows, key=lambda r: r.total_ns).key for level, rows in by_op.items()}
+    page, problems = open_report(browser, bundle)
+    page.click("nav button[data-tab=hotspots]")
+    # THEN the first row is the op with the most time, and the time header says "descending"
+    assert _first_cell(page, "#hotspot-table") == hottest["tf"]
+    time_header = page.locator("#hotspot-table th.num").first  # the time column
+    assert time_header.get_attribute("data-dir") == "desc"
+    # WHEN the time header is clicked, the order flips; a second click restores it
+    time_header.click()
+    assert time_header.get_attribute("data-dir") == "asc"
+    assert _first_cell(page, "#hotspot-table") == coolest["tf"]
+    time_header.click()
+    assert _first_cell(page, "#hotspot-table") == hottest["tf"]
+    # WHEN another level is chosen, the tables show that level's ops
+    page.select_option("#level-select", index=1)
+    assert _first_cell(page, "#hotspot-table") == hottest["tf-standard"]
+    rows_standard = page.locator("#hotspot-table tbody tr").count()
+    assert rows_standard == len(by_op["tf-standard"])
+    # WHEN the rollups tab opens, it shows op kinds and scopes of the chosen level
+    page.click("nav button[data-tab=rollups]")
+    rollups = page.inner_text("main")
+    kinds = {row.key for row in data.levels[1].by_type.rows}
+    assert kinds and all(kind in rollups for kind in kinds)
+    # WHEN the event DAG is searched, the status counts the highlighted events
+    page.click("nav button[data-tab=dag]")
+    page.wait_for_selector("#dag-view svg g.node")
+    page.fill("#dag-search", "MatMul")
+    matched = page.locator("#dag-view g.node.match").count()
+    assert matched >= 1
+    assert page.locator("#dag-search ~ span.muted").first.inner_text() == f"{matched} matches"
     assert problems == []
