@@ -14,6 +14,7 @@ from test_analyses_support import (  # noqa: F401  (fixtures are found by their 
     make_bundle,
 )
 
+from irprof.api import Run
 from irprof.bundle import RunBundle
 from irprof.cli.main import main
 
@@ -33,6 +34,12 @@ def test_top_lists_the_hottest_tf_ops_with_script_locations(
     assert code == 0
     rows = [line for line in out.splitlines() if line.startswith("│")]
     assert [row.split("│")[1].strip() for row in rows] == ["1", "2", "3", "4", "5"]
+    # ranked hottest first: the same order as the data, which is sorted by time
+    table = Run(tf_bundle.root).top(limit=5)
+    times = [row.total_ns for row in table.rows]
+    assert times == sorted(times, reverse=True) and times[0] > times[-1]
+    printed = [row.split("│")[2].strip() for row in rows]
+    assert printed == [row.key[: len(name)] for row, name in zip(table.rows, printed, strict=True)]
     # an editor-openable file:line:col: the model call in the script (Keras builds the ops)
     assert all("tf_cnn.py:54:1" in row for row in rows)
     code, out, _ = run(capsys, "top", str(tf_bundle.root), "--by", "scope", "-n", "1")
