@@ -37,6 +37,7 @@ import numpy as np
 
 from irprof.correlate.hlo import HloInstructionInfo, HloModuleInfo
 from irprof.correlate.hlo_ir_index import IrOpIndex, IrTarget
+from irprof.correlate.ledger import Ledger
 from irprof.trace.model import Trace
 
 END_PREFIX = "end: "
@@ -63,27 +64,18 @@ class KernelPlan:
 
     shares: tuple[tuple[float, tuple[IrTarget, ...], str], ...]
     reason: str = ""  # why nothing could be attributed (empty when shares exist)
-
-
-@dataclass
-class UnattributedEvents:
-    """Summed time and count of the events of one name that reached no op, and why."""
-
-    total_ns: int
-    count: int
-    reason: str
+    basis: str = "even"  # flops, bytes (data-movement fusions) or even
 
 
 @dataclass
 class Attribution:
-    """Accumulated shares: op position -> {event row: ns}, plus what each op ran in."""
+    """The shared ledger (event time over ops), plus what only XLA knows: the instructions
+    each op ran in and the inclusive time of the call ops an instruction was inlined through
+    (a view of the same time, outside the ledger's conservation)."""
 
-    op_time: dict[int, dict[int, float]] = field(default_factory=lambda: defaultdict(dict))
+    ledger: Ledger = field(default_factory=Ledger)
     call_time: dict[int, dict[int, float]] = field(default_factory=lambda: defaultdict(dict))
     op_instructions: dict[int, set[str]] = field(default_factory=lambda: defaultdict(set))
-    event_ops: dict[int, set[int]] = field(default_factory=lambda: defaultdict(set))
-    attributed_ns: int = 0
-    unattributed: dict[str, UnattributedEvents] = field(default_factory=dict)  # by event name
 
 
 def thunk_events(trace: Trace, module_name: str) -> tuple[list[ThunkEvent], list[str]]:
@@ -156,18 +148,21 @@ def plan_kernel(program: HloModuleInfo, index: IrOpIndex, hlo_op: str, rule: str
         names = sorted({m.op_name for m in members if m.op_name})
         return KernelPlan((), f"op names not found in the IR: {', '.join(names[:3])}")
     weights = [1.0] * len(matched)
+    basis = "even"
     if rule == "flops":
-        weights = [m.flops for m, _ in matched]
+        weights, basis = [m.flops for m, _ in matched], "flops"
         if sum(weights) <= 0:  # pure data movement: weigh by what each member writes
             weights = [0.0 if m.opcode in FREE_OPCODES else float(m.elements) for m, _ in matched]
+            basis = "bytes"
     if sum(weights) <= 0:
-        weights = [1.0] * len(matched)
+        weights, basis = [1.0] * len(matched), "even"
     total = sum(weights)
     return KernelPlan(
         tuple(
             (weight / total, targets, member.name)
             for weight, (member, targets) in zip(weights, matched, strict=True)
-        )
+        ),
+        basis=basis,
     )
 
 
@@ -185,23 +180,25 @@ def attribute(
             plan = plan_kernel(program, index, event.hlo_op, rule)
             plans[event.hlo_op] = plan
         if not plan.shares:
-            entry = result.unattributed.setdefault(
-                event.name, UnattributedEvents(0, 0, plan.reason)
-            )
-            entry.total_ns += event.dur_ns
-            entry.count += 1
+            result.ledger.unattributed(event.name, event.dur_ns, plan.reason)
             continue
-        result.attributed_ns += event.dur_ns
+        weights: dict[int, float] = defaultdict(float)
         for fraction, targets, instruction in plan.shares:
-            per_target = event.dur_ns * fraction / len(targets)
+            per_target = fraction / len(targets)
             for target in targets:
-                times = result.op_time[target.position]
-                times[event.row] = times.get(event.row, 0.0) + per_target
+                weights[target.position] += per_target
                 result.op_instructions[target.position].add(instruction)
-                result.event_ops[event.row].add(target.position)
                 for call in target.via_calls:
                     call_times = result.call_time[call]
-                    call_times[event.row] = call_times.get(event.row, 0.0) + per_target
+                    call_times[event.row] = (
+                        call_times.get(event.row, 0.0) + event.dur_ns * per_target
+                    )
+        positions = list(weights)
+        result.ledger.record(
+            event.name, event.ts_ns, event.dur_ns, positions,
+            weights=[weights[p] for p in positions], basis=plan.basis,
+            group=f"xla:{event.hlo_op}", source=event.hlo_op,
+        )  # fmt: skip
     return result
 
 

@@ -22,6 +22,7 @@ work at run time; they are counted in `Coverage.ops_not_executed` and listed wit
 
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
@@ -33,7 +34,7 @@ from irprof.correlate.base import CorrelationOptions, CorrelationResult
 from irprof.correlate.hlo import HloModuleInfo, decode_hlo_proto, parse_hlo_text
 from irprof.correlate.hlo_attribution import Attribution, attribute, rounded, thunk_events
 from irprof.correlate.hlo_ir_index import IrOpIndex
-from irprof.coverage import UnmatchedEvent, is_trivial_op
+from irprof.coverage import is_trivial_op
 from irprof.errors import BundleError, CorrelationError, TraceFormatError
 from irprof.mlir.module_coverage import coverage_for
 from irprof.mlir.op_index import derive_op_infos
@@ -93,67 +94,52 @@ def load_program(
 def _entries(
     index: IrOpIndex, attribution: Attribution, trace: Trace, profiled_ns: int, module: str
 ) -> tuple[list[OpProfileEntry], set[int]]:
-    """One OpProfile entry per op that received time, keyed by the op's own key."""
+    """One OpProfile entry per op that received time, keyed by the op's own key.
+
+    Ops get their ledger shares; a call op is reported once, inclusively (the time of the ops
+    reached through it, plus its own, rarely any).
+    """
+    ledger = attribution.ledger
     entries: list[OpProfileEntry] = []
     annotated: set[int] = set()
-    kinds = (("op", attribution.op_time), ("call", attribution.call_time))
-    for kind, table in kinds:
-        for position in sorted(table):
-            if kind == "op" and position in attribution.call_time:
-                continue  # a call op is reported once, inclusively
-            info = index.infos[position]
-            key = info.key
-            if key.name is None and key.source is None:
-                continue
-            rows, durations = rounded(table[position])
-            if kind == "call":
-                rows, durations = _merge_own(rows, durations, attribution.op_time.get(position))
-                source = f"xplane:{module}:inclusive"
-                fused: set[str] = set()
-            else:
-                source = f"xplane:{module}:" + ",".join(
-                    sorted(attribution.op_instructions[position])
-                )
-                fused = {
-                    name
-                    for row in rows
-                    for other in attribution.event_ops[row]
-                    if other != position and (name := index.infos[other].key.name)
-                }
+
+    def name_of(position: int) -> str:
+        return index.infos[position].key.name or index.infos[position].op_name
+
+    for position in sorted(set(ledger.accounts) | set(attribution.call_time)):
+        info = index.infos[position]
+        key = info.key
+        if key.name is None and key.source is None:
+            continue
+        if position in attribution.call_time:
+            rows, durations = rounded(attribution.call_time[position])
+            own = ledger.accounts.get(position)
             data = ProfileData.from_durations(
-                durations,
+                [*durations, *(own.durations if own else [])],
                 min(int(trace.ts_ns[r]) for r in rows),
                 profiled_ns,
                 kernels=sorted({trace.name_of(r) for r in rows}),
-                fused_with=sorted(fused - {key.name}),
-                source=source,
+                source=f"xplane:{module}:inclusive",
             )
-            entries.append(
-                OpProfileEntry(
-                    key=OpKey(
-                        name=key.name, source=key.source, origin=key.origin, ordinal=key.ordinal
-                    ),
-                    data=data,
-                    op_name=info.op_name,
-                    location=" <- ".join(info.keys.chain[:2]),
-                )
+        else:
+            data = ledger.profile_data(position, profiled_ns, name_of)
+            data = dataclasses.replace(
+                data,
+                kernels=tuple(sorted(set(data.kernels))),
+                fused_with=tuple(sorted(set(data.fused_with) - {key.name or ""})),
+                source=f"xplane:{module}:"
+                + ",".join(sorted(attribution.op_instructions[position])),
             )
-            annotated.add(position)
+        entries.append(
+            OpProfileEntry(
+                key=OpKey(name=key.name, source=key.source, origin=key.origin, ordinal=key.ordinal),
+                data=data,
+                op_name=info.op_name,
+                location=" <- ".join(info.keys.chain[:2]),
+            )
+        )
+        annotated.add(position)
     return entries, annotated
-
-
-def _merge_own(
-    rows: list[int], durations: list[int], own: dict[int, float] | None
-) -> tuple[list[int], list[int]]:
-    """Add a call op's own time (rarely any) to its inclusive time per event."""
-    if not own:
-        return rows, durations
-    merged = dict(zip(rows, durations, strict=True))
-    own_rows, own_ns = rounded(own)
-    for row, value in zip(own_rows, own_ns, strict=True):
-        merged[row] = merged.get(row, 0) + value
-    ordered = sorted(merged)
-    return ordered, [merged[r] for r in ordered]
 
 
 def _unmatched_reasons(
@@ -235,6 +221,7 @@ def correlate_program(
         notes.append(f"thunks of other XLA modules ignored: {', '.join(other_modules)}")
     profiled_ns = sum(e.dur_ns for e in events)
     attribution = attribute(events, program, index, rule)
+    attribution.ledger.close(profiled_ns, f"{source_trace or 'trace'} -> {LEVEL}")
     entries, annotated = _entries(index, attribution, trace, profiled_ns, module_name)
     reasons = _unmatched_reasons(index, program, annotated)
     coverage = coverage_for(
@@ -242,11 +229,8 @@ def correlate_program(
         annotated,
         level=LEVEL,
         profiled_ns=profiled_ns,
-        attributed_ns=attribution.attributed_ns,
-        unmatched_events=[
-            UnmatchedEvent(name, group.total_ns, group.count, group.reason)
-            for name, group in attribution.unattributed.items()
-        ],
+        attributed_ns=attribution.ledger.attributed_ns,
+        unmatched_events=attribution.ledger.unmatched_events(),
         reasons=reasons,
         not_executed={
             position
@@ -261,7 +245,7 @@ def correlate_program(
         entries=tuple(entries),
         totals={
             "profiled_ns": profiled_ns,
-            "attributed_ns": attribution.attributed_ns,
+            **attribution.ledger.totals(),
             "steps": steps,
             "thunk_events": len(events),
             "async_thunk_events": sum(1 for e in events if e.async_end_row is not None),
@@ -271,6 +255,7 @@ def correlate_program(
         },
         source_trace=source_trace,
     )
+    coverage = dataclasses.replace(coverage, extra=attribution.ledger.totals())
     return CorrelationResult(opprofile, coverage)
 
 

@@ -15,18 +15,18 @@ Only events inside the capture's step markers count. `_Arg`/`_Retval` events (ar
 copy-in, result copy-out) have no op to go to: arguments are block arguments and the return op
 has an unknown location, so they stay unmatched with a reason.
 
-Fused kernels: grappler's remapper and oneDNN name a fused kernel after the LAST node of the
-chain (`conv/Relu:_MklNativeFusedConv2D` is Conv2D+BiasAdd+Relu). `FUSION_RULES` recovers the
-chain per kernel family: walk producers (operand 0) from the named op back to the kernel's base
-op type, or for `*WithBias` backprop kernels add the `BiasAddGrad` that reads the same gradient.
-Every op of the chain receives the event in `kernels`, the other members' names in
-`fused_with`, and a share of the time by `CorrelationOptions.fused_time_rule`:
-"default"/"equal" splits the duration evenly (the remainder goes to the base op), "base" gives it
-all to the base compute op (the others get zero-time records). Shares sum to the event, so the
-totals never double count.
+Fused kernels and grappler rewrites: the ops a node ran are read from the executed graph and the
+IR's def-use chains (`tf_fusion.Membership`): the named op plus the producers that did not run
+as nodes of their own and feed only the fused node; a node grappler created (arithmetic
+optimizer) stands for the absent op its consumer read in its name scope. Without an executed
+graph, `tf_graph.FUSION_RULES` walks the named op's producer chain. Every event goes into the
+`Ledger`, which splits a multi-op event by `CorrelationOptions.fused_time_rule`: "default" by an
+analytic FLOP estimate from the IR's shapes (`flops`), evenly when a shape is unknown; "equal"
+evenly; "base" all to the costliest member. Each member records the group (node, measured
+total, size, basis); shares sum to the event, and attributed + unattributed == profiled.
 
-Unmatched non-trivial ops get a reason from the graph the runtime executed
-(`tf_runtime_graph.json`, TensorFlow's own dump): pruned, folded into a constant, or silent.
+Unmatched non-trivial ops get a reason from the executed graph: pruned or folded ("never ran",
+only when no fused node absorbed them), inside a fused node that had no event, or silent.
 
 Eager traces (op-by-op execution) carry only `EagerLocalExecute: <Type>`: events are matched to
 ops of that type in IR order within each profiled step, and the coverage carries a warning.
@@ -36,10 +36,9 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import json
 from collections import defaultdict
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -47,13 +46,17 @@ from iree.compiler import ir
 
 from irprof.bundle import RunBundle
 from irprof.correlate.base import CorrelationOptions, CorrelationResult
-from irprof.correlate.tf_graph import ModuleView, fused_chain, share_time
-from irprof.coverage import Coverage, UnmatchedEvent, is_trivial_op
-from irprof.errors import BundleError
+from irprof.correlate.flops import estimate_flops, share_weights
+from irprof.correlate.ledger import Ledger
+from irprof.correlate.tf_fusion import ExecutedGraph, Membership
+from irprof.correlate.tf_graph import ModuleView, fused_chain
+from irprof.coverage import Coverage, is_trivial_op
+from irprof.errors import BundleError, CorrelationError
 from irprof.mlir.keys import split_function_suffix
 from irprof.mlir.locations import render
 from irprof.mlir.module_coverage import coverage_for
-from irprof.opprofile import OpProfile, OpProfileEntry, ProfileData
+from irprof.mlir.op_index import OpInfo
+from irprof.opprofile import OpProfile
 from irprof.trace.model import EventKind, Trace
 
 TF_LEVELS = ("tf", "tf-standard", "post-grappler")
@@ -64,39 +67,11 @@ PRUNED = NEVER_RAN + "not in the graph the runtime executed (grappler pruned or 
 FOLDED = NEVER_RAN + "grappler folded it into a constant"
 SILENT = "in the graph the runtime executed, yet no event in the profiled steps"
 CONSTANT_KERNELS = frozenset({"Const", "HostConst"})
-FOLDING_PREFIX = "ConstantFolding/"
 PLUMBING_KERNELS = {
     "_Arg": "function argument copy-in (a block argument in the IR, not an op)",
     "_Retval": "function result copy-out (the IR return op has no named location)",
 }
 MAX_LOCATION_CHARS = 240
-
-
-@dataclass
-class Attribution:
-    """Per-op accumulated durations, first start, kernels and fusion partners."""
-
-    durations: dict[int, list[int]] = field(default_factory=lambda: defaultdict(list))
-    first_ts: dict[int, int] = field(default_factory=dict)
-    kernels: dict[int, list[str]] = field(default_factory=lambda: defaultdict(list))
-    fused_with: dict[int, list[str]] = field(default_factory=lambda: defaultdict(list))
-    sources: dict[int, str] = field(default_factory=dict)
-    attributed_ns: int = 0
-
-    def add(
-        self, view: ModuleView, chain: Sequence[int], event: str, ts: int, shares: list[int]
-    ) -> None:
-        """Record one event over `chain` (base op first) with the given time shares."""
-        names = [view.infos[p].keys.name or view.infos[p].op_name for p in chain]
-        for position, share in zip(chain, shares, strict=True):
-            self.durations[position].append(share)
-            self.first_ts[position] = min(ts, self.first_ts.get(position, ts))
-            self.kernels[position].append(event)
-            self.fused_with[position].extend(
-                n for p, n in zip(chain, names, strict=True) if p != position
-            )
-            self.sources.setdefault(position, f"xplane:{names[-1]}")
-        self.attributed_ns += sum(shares)
 
 
 def _step_mask(trace: Trace, marker: str) -> np.ndarray:
@@ -121,52 +96,64 @@ def _trace_file(bundle: RunBundle) -> Path:
     return path
 
 
-def _runtime_graph(bundle: RunBundle) -> tuple[dict[str, str], str] | None:
-    """Node name -> op type of the graph the runtime executed, and where that graph came from."""
-    name = bundle.manifest().options.get("runtime_graph")
-    if not name:
-        return None
-    path = bundle.member(str(name), what="runtime graph")
-    try:
-        graph = json.loads(path.read_text(encoding="utf-8"))
-        nodes = {str(node): str(spec["op"]) for node, spec in graph["nodes"].items()}
-    except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise BundleError(f"{path}: malformed runtime graph ({exc!r})") from exc
-    return nodes, str(graph.get("source", "offline grappler"))
-
-
 def _attribute_graph_events(
     trace: Trace,
     rows: np.ndarray,
     view: ModuleView,
     reference: Callable[[], ModuleView | None],
+    membership: Membership | None,
     rule: str,
-) -> tuple[Attribution, dict[str, list[int]], dict[str, str]]:
-    """Join executor op events by node name; returns unmatched event name -> durations, reasons."""
-    attribution = Attribution()
-    unmatched: dict[str, list[int]] = defaultdict(list)
-    reasons: dict[str, str] = {}
+) -> Ledger:
+    """Join executor op events by node name into a ledger."""
+    ledger = Ledger()
     resolved: dict[str, tuple[list[int], str]] = {}
+    plans: dict[str, tuple[list[float], str]] = {}
     for row, args in zip(rows.tolist(), trace.args_many(rows), strict=True):
         event = trace.name_of(row)
         duration, ts = int(trace.dur_ns[row]), int(trace.ts_ns[row])
         if event not in resolved:
             resolved[event] = _resolve_event(
-                view, reference, args["tf_op_name"], args["tf_op_type"]
+                view, reference, membership, args["tf_op_name"], args["tf_op_type"]
             )
-        chain, reason = resolved[event]
-        if not chain:
-            unmatched[event].append(duration)
-            reasons[event] = reason
+            plans[event] = _weights(view, resolved[event][0], rule)
+        members, reason = resolved[event]
+        if not members:
+            ledger.unattributed(event, duration, reason)
             continue
-        attribution.add(view, chain, event, ts, share_time(duration, len(chain), rule))
-    return attribution, unmatched, reasons
+        weights, basis = plans[event]
+        names = [view.infos[p].keys.name or view.infos[p].op_name for p in members]
+        ledger.record(
+            event, ts, duration, members, weights=weights, basis=basis,
+            group=f"tf:{args['tf_op_name']}", source=f"xplane:{names[0]}",
+        )  # fmt: skip
+    return ledger
+
+
+def _weights(view: ModuleView, members: list[int], rule: str) -> tuple[list[float], str]:
+    """How a fused kernel's time is split over its members under `fused_time_rule`."""
+    if not members:
+        return [], "even"
+    if rule == "base":
+        # The costliest member; with no shapes, the deepest producer (members run named op
+        # first, producers after), which is the kernel's base compute op.
+        order = {p: i for i, p in enumerate(members)}
+        base = max(members, key=lambda p: (estimate_flops(view.infos[p].op) or 0, order[p]))
+        return [1.0 if p == base else 0.0 for p in members], "flops"
+    if rule == "equal":
+        return [1.0] * len(members), "even"
+    if rule != "default":
+        raise CorrelationError(f"unknown fused_time_rule {rule!r}; known: default, equal, base")
+    return share_weights([view.infos[p].op for p in members])
 
 
 def _resolve_event(
-    view: ModuleView, reference: Callable[[], ModuleView | None], node: str, kernel_type: str
+    view: ModuleView,
+    reference: Callable[[], ModuleView | None],
+    membership: Membership | None,
+    node: str,
+    kernel_type: str,
 ) -> tuple[list[int], str]:
-    """The chain of ops one `node:type` event covers, or ([], why not)."""
+    """The ops one `node:type` event covers, or ([], why not)."""
     if kernel_type == "_Arg":
         # A graph imported with `convert_graph_def` (post-grappler) keeps arguments as
         # Placeholder nodes, named like the argument with `/` for `_` and any case.
@@ -177,12 +164,22 @@ def _resolve_event(
         # Block arguments and the unknown-location return op cannot carry an OpKey that finds
         # them again, so this time stays unattributed (and is reported).
         return [], PLUMBING_KERNELS[kernel_type]
+    if membership is not None and node in membership.graph.nodes:
+        members = membership.members_of(node)
+        if members:
+            return members, ""
     positions = view.resolve(node)
     if positions:
+        # No executed graph to read the fusion from: the named op's producer chain.
         return fused_chain(view, positions[0], kernel_type), ""
     survivor = _cse_survivor(view, reference, node)
     if survivor is not None:
         return [survivor], ""
+    if membership is not None and node in membership.graph.nodes:
+        return [], (
+            "no op with this node name at this level, and the executed graph does not show "
+            "which op it replaced (a rewrite with no unique absent producer in its name scope)"
+        )
     return [], "no op with this node name at this level (renamed, merged or not in the IR)"
 
 
@@ -211,14 +208,12 @@ def _cse_survivor(
 
 def _attribute_eager_events(
     trace: Trace, rows: np.ndarray, view: ModuleView, step_rows: list[tuple[int, int]]
-) -> tuple[Attribution, dict[str, list[int]], dict[str, str]]:
+) -> Ledger:
     """Match `EagerLocalExecute: <Type>` events to ops of that type in IR order, per step."""
     by_type: dict[str, list[int]] = defaultdict(list)
     for position in range(len(view.infos)):
         by_type[view.op_type(position)].append(position)
-    attribution = Attribution()
-    unmatched: dict[str, list[int]] = defaultdict(list)
-    reasons: dict[str, str] = {}
+    ledger = Ledger()
     seen: dict[tuple[int, str], int] = defaultdict(int)
     for row in rows.tolist():
         event = trace.name_of(row)
@@ -229,11 +224,14 @@ def _attribute_eager_events(
         seen[(step, op_type)] += 1
         candidates = by_type.get(op_type, [])
         if index >= len(candidates):
-            unmatched[event].append(duration)
-            reasons[event] = f"eager op with no tf.{op_type} op left to match in the IR"
+            ledger.unattributed(
+                event, duration, f"eager op with no tf.{op_type} op left to match in the IR"
+            )
             continue
-        attribution.add(view, [candidates[index]], event, ts, [duration])
-    return attribution, unmatched, reasons
+        position = candidates[index]
+        name = view.infos[position].keys.name or view.infos[position].op_name
+        ledger.record(event, ts, duration, [position], source=f"xplane:{name}")
+    return ledger
 
 
 @dataclass(frozen=True)
@@ -263,13 +261,16 @@ def correlate_module(
     trace_path = _trace_file(bundle)
     trace = bundle.trace()
     view = ModuleView.of(module)
+    graph = ExecutedGraph.of_bundle(bundle)
+    membership = Membership.build(view, graph) if graph is not None else None
     in_steps = _step_mask(trace, manifest.option_str("step_marker", "irprof_step"))
     op_rows = np.nonzero(in_steps & (trace.kind == int(EventKind.FRAMEWORK_OP)))[0]
     warnings: list[str] = []
     if len(op_rows):
-        attribution, unmatched, reasons = _attribute_graph_events(
-            trace, op_rows, view, _raw_level(bundle, level), options.fused_time_rule
-        )
+        ledger = _attribute_graph_events(
+            trace, op_rows, view, _raw_level(bundle, level), membership,
+            options.fused_time_rule,
+        )  # fmt: skip
     else:
         eager = np.array(
             [n.startswith(EAGER_PREFIX) and "__inference_" not in n for n in trace.strings]
@@ -277,18 +278,17 @@ def correlate_module(
         op_rows = np.nonzero(in_steps & eager[trace.name])[0]
         steps = trace.rows_of_kind(EventKind.STEP).tolist()
         windows = [(int(trace.ts_ns[r]), int(trace.end_ns[r])) for r in steps]
-        attribution, unmatched, reasons = _attribute_eager_events(trace, op_rows, view, windows)
+        ledger = _attribute_eager_events(trace, op_rows, view, windows)
         warnings.append(
             "eager trace: events carry op types but no node names; they were matched to ops "
             "of the same type in IR order within each step, which is a guess when a type "
             "repeats"
         )
     profiled_ns = int(trace.dur_ns[op_rows].sum())
+    ledger.close(profiled_ns, f"{trace_path} -> {level}")
     return CorrelationResult(
-        opprofile=_opprofile(view, attribution, level, profiled_ns, trace_path, bundle),
-        coverage=_coverage(
-            bundle, view, attribution, level, profiled_ns, unmatched, reasons, warnings
-        ),
+        opprofile=_opprofile(view, ledger, level, profiled_ns, trace_path, bundle),
+        coverage=_coverage(bundle, view, ledger, membership, level, profiled_ns, warnings),
     )
 
 
@@ -304,52 +304,56 @@ def _raw_level(bundle: RunBundle, level: str) -> Callable[[], ModuleView | None]
     return load
 
 
+def _op_reason(
+    view: ModuleView, membership: Membership | None, position: int, silent: str
+) -> str | None:
+    """Why the op at `position` received no event (None: no evidence either way)."""
+    info = view.infos[position]
+    node = split_function_suffix(info.keys.name or "")[0]
+    if position in view.callee_of:
+        return (
+            f"call inlined by the runtime: the ops of @{view.callee_of[position]} "
+            "received its events as `<call>/<node>`"
+        )
+    if membership is None:
+        return None
+    graph = membership.graph
+    fused_into = membership.absorbed_by.get(position)
+    if fused_into is not None:
+        kernel = graph.nodes[fused_into].op if fused_into in graph.nodes else "?"
+        return f"ran inside {fused_into} ({kernel}), which had no event in the profiled steps"
+    executed = graph.nodes.get(node)
+    if executed is None and node in graph.folded:
+        return FOLDED
+    if executed is None and position not in membership.present:
+        return PRUNED
+    if executed is not None and executed.op in CONSTANT_KERNELS and info.op_name != "tf.Const":
+        return FOLDED
+    return silent
+
+
 def _coverage(
     bundle: RunBundle,
     view: ModuleView,
-    attribution: Attribution,
+    ledger: Ledger,
+    membership: Membership | None,
     level: str,
     profiled_ns: int,
-    unmatched: dict[str, list[int]],
-    reasons: dict[str, str],
     warnings: list[str],
 ) -> Coverage:
-    runtime = _runtime_graph(bundle)
     silent = SILENT
     recorded = bundle.manifest().options.get("recorded_tracer_options", {})
     host_level = recorded.get("host_tracer_level", 3) if isinstance(recorded, dict) else 3
     if isinstance(host_level, int) and host_level < 3:
         silent += " (host tracer level below 3 skips cheap kernels: capture with --host-level 3)"
-    # Constant folding replaces some nodes by `ConstantFolding/<node>-<suffix>` constants.
-    folded = {
-        name.removeprefix(FOLDING_PREFIX).rsplit("-", 2)[0]
-        for name in (runtime[0] if runtime else {})
-        if name.startswith(FOLDING_PREFIX)
-    }
     op_reasons: dict[int, str] = {}
-    for position, info in enumerate(view.infos):
-        if position in attribution.durations:
+    for position in range(len(view.infos)):
+        if position in ledger.accounts:
             continue
-        node = split_function_suffix(info.keys.name or "")[0]
-        if position in view.callee_of:
-            op_reasons[position] = (
-                f"call inlined by the runtime: the ops of @{view.callee_of[position]} "
-                "received its events as `<call>/<node>`"
-            )
-            continue
-        if runtime is None:
-            continue
-        executed_as = runtime[0].get(node)
-        if executed_as is None:
-            op_reasons[position] = FOLDED if node in folded else PRUNED
-        elif executed_as in CONSTANT_KERNELS and info.op_name != "tf.Const":
-            op_reasons[position] = FOLDED
-        else:
-            op_reasons[position] = silent
-    events = [
-        UnmatchedEvent(name, sum(durs), len(durs), reasons[name])
-        for name, durs in unmatched.items()
-    ]
+        reason = _op_reason(view, membership, position, silent)
+        if reason is not None:
+            op_reasons[position] = reason
+    # Ops the executed graph proves absent, and that no fused node ran, do no work at run time.
     never_ran = {
         position
         for position, reason in op_reasons.items()
@@ -357,51 +361,41 @@ def _coverage(
     }
     coverage = coverage_for(
         [(info.op, info.key) for info in view.infos],
-        attribution.durations.keys(),
+        ledger.annotated,
         level=level,
         profiled_ns=profiled_ns,
-        attributed_ns=attribution.attributed_ns,
-        unmatched_events=events,
+        attributed_ns=ledger.attributed_ns,
+        unmatched_events=ledger.unmatched_events(),
         reasons=op_reasons,
-        # Ops the executed graph shows grappler pruned or folded do no work at run time.
         not_executed=never_ran,
         warnings=warnings,
     )
-    return dataclasses.replace(
-        coverage, extra={"runtime_graph_source": runtime[1] if runtime else None}
-    )
+    source = membership.graph.source if membership is not None else None
+    return dataclasses.replace(coverage, extra={"runtime_graph_source": source, **ledger.totals()})
+
+
+def _location(info: OpInfo) -> str:
+    location = render(info.loc)
+    if len(location) > MAX_LOCATION_CHARS:
+        location = location[: MAX_LOCATION_CHARS - 3] + "..."
+    return location
 
 
 def _opprofile(
     view: ModuleView,
-    attribution: Attribution,
+    ledger: Ledger,
     level: str,
     profiled_ns: int,
     trace_path: Path,
     bundle: RunBundle,
 ) -> OpProfile:
-    entries = []
-    for position in sorted(attribution.durations):
-        info = view.infos[position]
-        location = render(info.loc)
-        if len(location) > MAX_LOCATION_CHARS:
-            location = location[: MAX_LOCATION_CHARS - 3] + "..."
-        data = ProfileData.from_durations(
-            attribution.durations[position],
-            attribution.first_ts[position],
-            profiled_ns,
-            kernels=attribution.kernels[position],
-            fused_with=attribution.fused_with[position],
-            source=attribution.sources[position],
-        )
-        entries.append(OpProfileEntry(info.key, data, info.op_name, location))
     return OpProfile(
         level=level,
         framework="tf",
-        entries=tuple(entries),
+        entries=tuple(ledger.entries(view.infos, profiled_ns, location_of=_location)),
         totals={
             "profiled_ns": profiled_ns,
-            "attributed_ns": attribution.attributed_ns,
+            **ledger.totals(),
             "steps": bundle.manifest().steps,
         },
         source_trace=str(trace_path.relative_to(bundle.root)),

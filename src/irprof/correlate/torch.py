@@ -10,8 +10,10 @@ gives its time to all of them, each listing the others in `fused_with`. Shares, 
 gives metadata-only ops (view, permute, expand...) 0 ns, since eager runs those as stride
 changes; `split` shares it equally among all ops.
 
-linalg level. The torch ops were stamped `irprof.origin=torch#<index>` before lowering; the torch
-level's profile is re-attached to the lowered ops through those stamps (`irprof-reattach`).
+Every event goes through the shared `Ledger` (time conservation is checked); a multi-op call
+is a group, split by an analytic FLOP estimate from the IR's shapes where one exists.
+
+linalg level: `torch_linalg` carries the torch level's time down through the origin stamps.
 """
 
 from __future__ import annotations
@@ -24,15 +26,16 @@ from dataclasses import dataclass
 from irprof.bundle import RunBundle
 from irprof.capture.torch_locations import FxNodeName
 from irprof.correlate.base import CorrelationOptions, CorrelationResult
+from irprof.correlate.flops import share_weights as flop_weights
+from irprof.correlate.ledger import Ledger
 from irprof.correlate.torch_events import FxCall, load_fx_calls, match_events, top_level_op_events
-from irprof.coverage import UnmatchedEvent, is_trivial_op
+from irprof.correlate.torch_linalg import correlate_linalg_level
+from irprof.coverage import is_trivial_op
 from irprof.errors import CorrelationError
 from irprof.mlir.locations import render
 from irprof.mlir.module_coverage import coverage_for
 from irprof.mlir.op_index import OpInfo, derive_op_infos
-from irprof.mlir.profile_attrs import has_profile
-from irprof.mlir.reattach import reattach
-from irprof.opprofile import OpProfile, OpProfileEntry, ProfileData
+from irprof.opprofile import OpProfile
 from irprof.trace.model import Trace
 
 DEFAULT_FX_NODES = "ir/torch.fx.json"
@@ -82,26 +85,18 @@ def no_op_reason(nodes: Sequence[str], named_by_any_op: set[str]) -> str:
     )
 
 
-def _shares(duration: int, weights: Sequence[int]) -> list[int]:
-    """`duration` split by integer `weights` into integer shares that add up exactly."""
-    total = sum(weights)
-    shares = [duration * w // total for w in weights]
-    leftover = duration - sum(shares)
-    for index, weight in enumerate(weights):
-        if leftover == 0:
-            break
-        if weight:
-            shares[index] += 1
-            leftover -= 1
-    return shares
-
-
-def share_weights(infos: Sequence[OpInfo], positions: Sequence[int], rule: str) -> list[int]:
-    """Relative share of a call's time per op: `split` equal; `default` compute ops only."""
-    if rule == "split":
-        return [1] * len(positions)
-    weights = [0 if is_view_op(infos[p]) else 1 for p in positions]
-    return weights if any(weights) else [1] * len(positions)
+def share_weights(
+    infos: Sequence[OpInfo], positions: Sequence[int], rule: str
+) -> tuple[list[float], str]:
+    """Relative share of a call's time per op and its basis: `split` even; `default` by an
+    analytic FLOP estimate, else evenly among the compute ops (view ops get 0 ns)."""
+    if rule == "split" or len(positions) == 1:
+        return [1.0] * len(positions), "even"
+    weights, basis = flop_weights([infos[p].op for p in positions])
+    if basis == "flops":
+        return weights, basis
+    even = [0.0 if is_view_op(infos[p]) else 1.0 for p in positions]
+    return (even if any(even) else [1.0] * len(positions)), "even"
 
 
 def correlate_torch_level(
@@ -114,47 +109,27 @@ def correlate_torch_level(
     events = top_level_op_events(trace)
     matched = match_events(events, calls)
     profiled_ns = sum(event.dur_ns for event in events)
-    durations: dict[int, list[int]] = defaultdict(list)
-    first_ts: dict[int, int] = {}
-    kernels: dict[int, list[str]] = defaultdict(list)
-    lost: dict[str, list[int]] = defaultdict(list)
-    reasons: dict[str, str] = {}
-    attributed_ns = 0
-    shared_with: dict[int, set[int]] = defaultdict(set)
-    nodes_at: dict[int, set[str]] = defaultdict(set)
+    ledger = Ledger()
     for event in events:
         nodes = matched.nodes_of.get(event.row, ())
-        positions = [p for node in nodes for p in grouped.get(node, [])]
+        positions = list(dict.fromkeys(p for node in nodes for p in grouped.get(node, [])))
         if not positions:
             reason = matched.unmatched.get(event.row) or no_op_reason(nodes, named_by_any_op)
-            lost[event.name].append(event.dur_ns)
-            reasons.setdefault(event.name, reason)
+            ledger.unattributed(event.name, event.dur_ns, reason)
             continue
-        attributed_ns += event.dur_ns
-        weights = share_weights(infos, positions, rule)
-        for position, share in zip(positions, _shares(event.dur_ns, weights), strict=True):
-            durations[position].append(share)
-            first_ts.setdefault(position, event.ts_ns)
-            kernels[position].append(event.name)
-            shared_with[position].update(positions)
-            nodes_at[position].update(nodes)
-    entries = []
-    for position in sorted(durations):
-        info = infos[position]
-        siblings = sorted(shared_with[position] - {position})
-        data = ProfileData.from_durations(
-            durations[position],
-            first_ts[position],
-            profiled_ns,
-            kernels=kernels[position],
-            fused_with=[str(infos[p].key.name) for p in siblings],
-            source="torch.profiler:" + "+".join(sorted(nodes_at[position]))
-            + (f" (shared by {len(siblings) + 1} ops, rule {rule})" if siblings else ""),
+        weights, basis = share_weights(infos, positions, rule)
+        ledger.record(
+            event.name, event.ts_ns, event.dur_ns, positions, weights=weights, basis=basis,
+            group="torch:" + "+".join(nodes),
+            source="torch.profiler:" + "+".join(sorted(nodes)),
         )  # fmt: skip
-        entries.append(OpProfileEntry(info.key, data, info.op_name, render(info.loc)))
-    unmatched_events = [
-        UnmatchedEvent(name, sum(durs), len(durs), reasons[name]) for name, durs in lost.items()
-    ]
+    ledger.close(profiled_ns, f"{bundle.root} -> torch")
+    entries = ledger.entries(
+        infos,
+        profiled_ns,
+        location_of=lambda info: render(info.loc),
+        name_of=lambda p: str(infos[p].key.name),
+    )
     warnings = []
     if matched.source_disagreements:
         warnings.append(
@@ -164,23 +139,25 @@ def correlate_torch_level(
         )
     coverage = coverage_for(
         [(info.op, info.key) for info in infos],
-        durations.keys(),
+        ledger.annotated,
         warnings=warnings,
         level="torch",
         profiled_ns=profiled_ns,
-        attributed_ns=attributed_ns,
-        unmatched_events=unmatched_events,
+        attributed_ns=ledger.attributed_ns,
+        unmatched_events=ledger.unmatched_events(),
         reasons=_op_reasons(infos, grouped, matched.matched_nodes()),
     )
+    coverage = dataclasses.replace(coverage, extra=ledger.totals())
     opprofile = OpProfile(
         level="torch",
         framework="torch",
         entries=tuple(entries),
         totals={
             "profiled_ns": profiled_ns,
-            "attributed_ns": attributed_ns,
+            **ledger.totals(),
             "events": len(events),
-            "events_matched": len(events) - sum(len(d) for d in lost.values()),
+            "events_matched": len(events)
+            - sum(len(d) for d in ledger.unattributed_events.values()),
             "steps": bundle.manifest().steps,
         },
         source_trace=_trace_name(bundle),
@@ -202,72 +179,6 @@ def _op_reasons(
         if position not in named and not is_trivial_op(info.op_name):
             reasons[position] = "location names no FX node (not made by `irprof capture torch`)"
     return reasons
-
-
-def correlate_linalg_level(bundle: RunBundle, upper: OpProfile) -> CorrelationResult:
-    """The linalg level: the torch level's profile re-attached through origin stamps.
-
-    The bodies of named linalg ops (`linalg.matmul`'s mulf/addf) are not in the printed IR: the
-    parser rebuilds them without locations. They are left out of the op counts (and counted in
-    `extra["implicit_body_ops"]`) since no profile could name them and no reader sees them.
-    """
-    module = bundle.load_ir("linalg")  # reattach annotates it: keep the cached one pristine
-    lower = reattach(module, upper, level="linalg")
-    all_infos = derive_op_infos(module)
-    infos = [info for info in all_infos if not _is_implicit_body(info)]
-    annotated = {p for p, info in enumerate(infos) if has_profile(info.op)}
-    reached = {o for info in infos for o in info.keys.origins}
-    attributed_ns = sum(e.data.total_ns for e in upper.entries if e.key.origin in reached)
-    reasons = {
-        position: (
-            f"origin {info.keys.origins[0]} received no time at torch level"
-            if info.keys.origins
-            else "no irprof.origin stamp in the location (created by lowering)"
-        )
-        for position, info in enumerate(infos)
-    }
-    located = [
-        p
-        for p, info in enumerate(infos)
-        if _is_top_level(info) and not is_trivial_op(info.op_name) and _has_location(info)
-    ]
-    coverage = coverage_for(
-        [(info.op, info.key) for info in infos],
-        annotated,
-        level="linalg",
-        profiled_ns=int(upper.totals.get("profiled_ns", 0)),
-        attributed_ns=attributed_ns,
-        reasons=reasons,
-    )
-    extra = {
-        "nonbody_located_ops": len(located),
-        "nonbody_located_annotated": sum(1 for p in located if p in annotated),
-        "implicit_body_ops": len(all_infos) - len(infos),
-        "reattached_from": "torch",
-    }
-    return CorrelationResult(lower, dataclasses.replace(coverage, extra=extra))
-
-
-def _is_implicit_body(info: OpInfo) -> bool:
-    """An op of a named linalg op's region that the printed IR does not show (no location)."""
-    parent = info.op.parent
-    return (
-        parent is not None
-        and parent.name.startswith("linalg.")
-        and parent.name != "linalg.generic"
-        and not _has_location(info)
-    )
-
-
-def _is_top_level(info: OpInfo) -> bool:
-    """An op directly in a function body, not inside a linalg op's region."""
-    parent = info.op.parent
-    return parent is not None and parent.name in ("func.func", "util.func")
-
-
-def _has_location(info: OpInfo) -> bool:
-    """The op knows where it came from (a name, a source position or an origin stamp)."""
-    return bool(info.keys.names or info.keys.source or info.keys.origins)
 
 
 def _trace_name(bundle: RunBundle) -> str:
@@ -308,7 +219,9 @@ class TorchCorrelator:
         if level == "torch":
             return torch_result
         if level == "linalg":
-            return correlate_linalg_level(bundle, torch_result.opprofile)
+            return correlate_linalg_level(
+                bundle, torch_result.opprofile, torch_result.coverage.unmatched_events
+            )
         raise CorrelationError(f"torch correlator: unknown level {level!r} (torch or linalg)")
 
 

@@ -3,7 +3,9 @@
 Two attribute layouts:
 - `irprof` (default): `irprof.profile = {count, total_ns, mean_ns, min_ns, max_ns, first_ts_ns,
   fraction, kernels = [...], fused_with = [...], source}`; integers i64, fraction f64, strings as
-  StringAttr, lists as ArrayAttr of StringAttr (DESIGN.md).
+  StringAttr, lists as ArrayAttr of StringAttr (docs/architecture.md). When the op's time is a
+  share of an event that ran several ops, also `group`, `group_total_ns`, `group_size` and
+  `share_basis` (absent otherwise, so measured profiles print as before).
 - `thesis`: `profiler_data = {ts, dur}` (i64 ns) as in the thesis's TF pass, where one op had one
   event. Here `ts` = `first_ts_ns` (start of the op's first event) and `dur` = `total_ns` (all time
   attributed to the op), so `dur` sums to the attributed time over a module. Reading a thesis
@@ -98,12 +100,19 @@ def _check_i64(*values: int) -> None:
 def profile_text(data: ProfileData) -> str:
     """The `irprof.profile` dictionary of `data` as attribute text (keys in sorted order)."""
     _check_i64(data.count, data.first_ts_ns, data.max_ns, data.mean_ns, data.min_ns, data.total_ns)
+    if data.group:
+        _check_i64(data.group_total_ns, data.group_size)
+        group = f"group = {string_literal(data.group)}, group_size = {data.group_size}, "
+        group += f"group_total_ns = {data.group_total_ns}, "
+        basis = f"share_basis = {string_literal(data.share_basis)}, "
+    else:
+        group = basis = ""
     return (
         f"{{count = {data.count}, first_ts_ns = {data.first_ts_ns}, "
         f"fraction = {float_literal(data.fraction)}, "
-        f"fused_with = {_strings_literal(data.fused_with)}, "
+        f"fused_with = {_strings_literal(data.fused_with)}, {group}"
         f"kernels = {_strings_literal(data.kernels)}, max_ns = {data.max_ns}, "
-        f"mean_ns = {data.mean_ns}, min_ns = {data.min_ns}, "
+        f"mean_ns = {data.mean_ns}, min_ns = {data.min_ns}, {basis}"
         f"source = {string_literal(data.source)}, total_ns = {data.total_ns}}}"
     )
 
@@ -152,6 +161,11 @@ class AttributeBuilder:
         fields["kernels"] = self.strings(data.kernels)
         fields["fused_with"] = self.strings(data.fused_with)
         fields["source"] = self.string(data.source)
+        if data.group:
+            fields["group"] = self.string(data.group)
+            fields["group_total_ns"] = self.integer(data.group_total_ns)
+            fields["group_size"] = self.integer(data.group_size)
+            fields["share_basis"] = self.string(data.share_basis)
         return ir.DictAttr.get(fields, self.context)
 
     def thesis(self, data: ProfileData) -> ir.Attribute:
@@ -238,12 +252,17 @@ def get_profile(op: ir.Operation) -> ProfileData | None:
         attr = ir.DictAttr(attributes[PROFILE_ATTR])
         fraction = _field(attr, "fraction")
         source = _field(attr, "source")
+        group, basis = _field(attr, "group"), _field(attr, "share_basis")
         return ProfileData(
             **{name: _int(_field(attr, name)) for name in _INT_FIELDS},
             fraction=float(ir.FloatAttr(fraction).value) if fraction is not None else 0.0,
             kernels=_strs(_field(attr, "kernels")),
             fused_with=_strs(_field(attr, "fused_with")),
             source=ir.StringAttr(source).value if source is not None else "",
+            group=ir.StringAttr(group).value if group is not None else "",
+            group_total_ns=_int(_field(attr, "group_total_ns")),
+            group_size=_int(_field(attr, "group_size")),
+            share_basis=ir.StringAttr(basis).value if basis is not None else "",
         )
     if THESIS_ATTR in attributes:
         attr = ir.DictAttr(attributes[THESIS_ATTR])

@@ -1,0 +1,227 @@
+"""One attribution ledger for every correlator: events in, per-op profiles and coverage out.
+
+A correlator feeds each profiled event to the ledger exactly once, either with the ops it ran
+(`record`) or with why it reached none (`unattributed`). The ledger
+
+- splits an event over several ops by integer weights (an analytic FLOP estimate, bytes, or even
+  shares), with the remainder handed out so the shares add up to the event's duration exactly;
+- remembers the event's group (a fused kernel, a decomposed call, an XLA fusion): its id, the
+  measured total of all its events, the member count and the share basis, so a reader can tell a
+  measured time from an estimated share;
+- keeps op -> events and event -> ops, and the unattributed events by name with their reason;
+- checks time conservation: attributed + unattributed == profiled, to the nanosecond (`close`).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+
+from irprof.coverage import UnmatchedEvent
+from irprof.errors import CorrelationError
+from irprof.mlir.op_index import OpInfo
+from irprof.opprofile import OpProfileEntry, ProfileData
+
+SHARE_BASES = ("flops", "bytes", "even")
+
+
+def split_exact(duration: int, weights: Sequence[float]) -> list[int]:
+    """`duration` split in proportion to `weights` into integers that add up to it exactly.
+
+    Largest remainders get the leftover nanoseconds; all-zero weights split evenly.
+    """
+    if not weights:
+        return []
+    if duration <= 0:
+        return [0] * len(weights)
+    total = float(sum(weights))
+    if total <= 0:
+        weights, total = [1.0] * len(weights), float(len(weights))
+    exact = [duration * float(w) / total for w in weights]
+    shares = [int(x) for x in exact]
+    leftover = duration - sum(shares)
+    order = sorted(range(len(exact)), key=lambda i: exact[i] - shares[i], reverse=True)
+    for index in order[:leftover]:
+        shares[index] += 1
+    return shares
+
+
+@dataclass
+class GroupRecord:
+    """One multi-op group: events of one kernel/call shared over the same members."""
+
+    members: tuple[int, ...]
+    basis: str
+    total_ns: int = 0
+    count: int = 0
+
+
+@dataclass
+class OpAccount:
+    """What one op received: its shares, events, partners and groups."""
+
+    durations: list[int] = field(default_factory=list)
+    first_ts_ns: int | None = None
+    kernels: list[str] = field(default_factory=list)
+    partners: dict[int, None] = field(default_factory=dict)
+    groups: dict[str, int] = field(default_factory=dict)  # group id -> ns received from it
+    source: str = ""
+
+
+@dataclass
+class Ledger:
+    """Event -> ops with shares, op -> events, unattributed events with reasons."""
+
+    accounts: dict[int, OpAccount] = field(default_factory=lambda: defaultdict(OpAccount))
+    groups: dict[str, GroupRecord] = field(default_factory=dict)
+    unattributed_events: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
+    reasons: dict[str, str] = field(default_factory=dict)
+    attributed_ns: int = 0
+    unattributed_ns: int = 0
+    estimated_ns: int = 0  # time given to ops as a share of a multi-op event
+
+    @property
+    def accounted_ns(self) -> int:
+        """Every nanosecond the ledger was given, attributed or not."""
+        return self.attributed_ns + self.unattributed_ns
+
+    def record(
+        self,
+        event: str,
+        ts_ns: int,
+        dur_ns: int,
+        members: Sequence[int],
+        *,
+        weights: Sequence[float] | None = None,
+        basis: str = "even",
+        group: str = "",
+        source: str = "",
+    ) -> list[int]:
+        """Give one event's time to `members` (weights by `basis`); returns the shares."""
+        if not members:
+            raise CorrelationError(f"event {event!r}: recorded with no ops (use unattributed)")
+        if basis not in SHARE_BASES:
+            raise CorrelationError(f"unknown share basis {basis!r}; known: {SHARE_BASES}")
+        members = list(dict.fromkeys(members))
+        weights = list(weights) if weights is not None else [1.0] * len(members)
+        if len(weights) != len(members):
+            raise CorrelationError(f"event {event!r}: {len(members)} ops, {len(weights)} weights")
+        shares = split_exact(int(dur_ns), weights)
+        group_id = group or event
+        if len(members) > 1:
+            record = self.groups.setdefault(group_id, GroupRecord(tuple(members), basis))
+            record.total_ns += int(dur_ns)
+            record.count += 1
+            self.estimated_ns += int(dur_ns)
+        for position, share in zip(members, shares, strict=True):
+            account = self.accounts[position]
+            account.durations.append(share)
+            if account.first_ts_ns is None or ts_ns < account.first_ts_ns:
+                account.first_ts_ns = int(ts_ns)
+            account.kernels.append(event)
+            if len(members) > 1:
+                account.groups[group_id] = account.groups.get(group_id, 0) + share
+                account.partners.update((p, None) for p in members if p != position)
+            account.source = account.source or source
+        self.attributed_ns += int(dur_ns)
+        return shares
+
+    def unattributed(self, event: str, dur_ns: int, reason: str) -> None:
+        """An event (or a share of one) that reached no op, and why."""
+        self.unattributed_events[event].append(int(dur_ns))
+        self.reasons.setdefault(event, reason)
+        self.unattributed_ns += int(dur_ns)
+
+    def close(self, profiled_ns: int, where: str) -> None:
+        """Refuse a ledger that lost or invented time: attributed + unattributed == profiled."""
+        if self.accounted_ns != int(profiled_ns):
+            raise CorrelationError(
+                f"{where}: time not conserved: attributed {self.attributed_ns} ns + "
+                f"unattributed {self.unattributed_ns} ns != profiled {profiled_ns} ns "
+                f"(off by {self.accounted_ns - int(profiled_ns)} ns); this is a correlator bug"
+            )
+
+    @property
+    def annotated(self) -> set[int]:
+        """Positions of ops that received at least one event."""
+        return set(self.accounts)
+
+    def unmatched_events(self) -> list[UnmatchedEvent]:
+        """Unattributed event names with their summed time, count and reason."""
+        return [
+            UnmatchedEvent(name, sum(durs), len(durs), self.reasons[name])
+            for name, durs in self.unattributed_events.items()
+        ]
+
+    def group_of(self, position: int) -> tuple[str, GroupRecord] | None:
+        """The op's main group: the one it received the most time from (None when alone)."""
+        groups = self.accounts[position].groups if position in self.accounts else {}
+        if not groups:
+            return None
+        group_id = max(groups, key=lambda g: (groups[g], g))
+        return group_id, self.groups[group_id]
+
+    def profile_data(
+        self, position: int, profiled_ns: int, name_of: Callable[[int], str]
+    ) -> ProfileData:
+        """The op's ProfileData, with its main group's id, measured total, size and basis."""
+        account = self.accounts[position]
+        data = ProfileData.from_durations(
+            account.durations,
+            account.first_ts_ns or 0,
+            profiled_ns,
+            kernels=account.kernels,
+            fused_with=[name_of(p) for p in account.partners],
+            source=account.source,
+        )
+        found = self.group_of(position)
+        if found is None:
+            return data
+        group_id, record = found
+        return ProfileData(
+            **{
+                **data.__dict__,
+                "group": group_id,
+                "group_total_ns": record.total_ns,
+                "group_size": len(record.members),
+                "share_basis": record.basis,
+            }
+        )
+
+    def entries(
+        self,
+        infos: Sequence[OpInfo],
+        profiled_ns: int,
+        *,
+        location_of: Callable[[OpInfo], str],
+        name_of: Callable[[int], str] | None = None,
+        skip: Iterable[int] = (),
+    ) -> list[OpProfileEntry]:
+        """One OpProfile entry per annotated op, in walk order."""
+        skipped = set(skip)
+
+        def default_name(position: int) -> str:
+            info = infos[position]
+            return info.keys.name or info.op_name
+
+        name = name_of or default_name
+        return [
+            OpProfileEntry(
+                infos[position].key,
+                self.profile_data(position, profiled_ns, name),
+                infos[position].op_name,
+                location_of(infos[position]),
+            )
+            for position in sorted(self.accounts)
+            if position not in skipped
+        ]
+
+    def totals(self) -> dict[str, int]:
+        """Ledger figures for `OpProfile.totals` and `Coverage.extra`."""
+        return {
+            "attributed_ns": self.attributed_ns,
+            "unattributed_ns": self.unattributed_ns,
+            "estimated_ns": self.estimated_ns,
+            "groups": len(self.groups),
+        }
