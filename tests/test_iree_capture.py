@@ -13,7 +13,8 @@ pytestmark = [pytest.mark.iree, pytest.mark.slow]
 
 EXAMPLE = Path(__file__).parents[1] / "examples" / "iree_mlp.stablehlo.mlir"
 SMALL = """func.func @main(%a: tensor<4x8xf32>, %b: tensor<8x2xf32>) -> tensor<4x2xf32> {
-  %0 = stablehlo.dot_general %a, %b, contracting_dims = [1] x [0] : (tensor<4x8xf32>, tensor<8x2xf32>) -> tensor<4x2xf32>
+  %0 = stablehlo.dot_general %a, %b, contracting_dims = [1] x [0]
+       : (tensor<4x8xf32>, tensor<8x2xf32>) -> tensor<4x2xf32>
   %1 = stablehlo.tanh %0 : tensor<4x2xf32>
   return %1 : tensor<4x2xf32>
 }

@@ -1,4 +1,4 @@
-"""iree-profile dispatch JSONL reader, on a real projection (tests/fixtures/iree) and on bad lines."""
+"""The iree-profile dispatch JSONL reader: a real projection (tests/fixtures/iree), bad lines."""
 
 from __future__ import annotations
 
