@@ -183,7 +183,7 @@ class _CoverageSchema(msgspec.Struct):
 
 
 class _CoverageFileSchema(msgspec.Struct):
-    levels: dict[str, _CoverageSchema]
+    levels: dict[str, msgspec.Raw]  # decoded one by one so that errors name the level
     version: int = 1
 
 
@@ -214,18 +214,22 @@ def load_coverages(path: str | Path) -> dict[str, Coverage]:
         data = handle.read(COVERAGE_LIMIT_BYTES + 1)
     if len(data) > COVERAGE_LIMIT_BYTES:
         raise BundleError(f"{path}: larger than {COVERAGE_LIMIT_BYTES >> 20} MB; not coverage")
+    fix = "delete it and re-run `irprof annotate`"
     try:
         parsed = msgspec.json.decode(data, type=_CoverageFileSchema, strict=True)
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-        raise BundleError(
-            f"{path}: malformed coverage record: {exc}; re-run `irprof annotate`"
-        ) from exc
+        raise BundleError(f"{path}: malformed coverage record: {exc}; {fix}") from exc
     coverages = {}
-    for level, record in parsed.levels.items():
+    for level, raw in parsed.levels.items():
+        try:
+            record = msgspec.json.decode(raw, type=_CoverageSchema, strict=True)
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            where = str(exc).replace("`$", f"`$.levels.{level}")
+            raise BundleError(f"{path}: malformed coverage record: {where}; {fix}") from exc
         if record.level != level:
             raise BundleError(
                 f"{path}: malformed coverage record: level {record.level!r} filed under "
-                f"{level!r} - at `$.levels.{level}.level`; re-run `irprof annotate`"
+                f"{level!r} - at `$.levels.{level}.level`; {fix}"
             )
         coverages[level] = _coverage_of(record)
     return coverages

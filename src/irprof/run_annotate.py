@@ -94,6 +94,7 @@ def annotate_bundle(
         bundle.check_fingerprints(
             [f"ir/{level}.mlir", *(name for _, name in manifest.path_fields())]
         )
+    bundle.coverages()  # the record is merged into at the end: refuse a malformed one up front
     result = framework.load_correlator().correlate(bundle, level, options or CorrelationOptions())
     coverage = result.coverage
     if not allow_low_coverage:
