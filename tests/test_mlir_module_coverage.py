@@ -30,7 +30,11 @@ def test_counts_trivial_ops_apart_and_explains_unmatched_ones() -> None:
     assert coverage.ops_nontrivial == 6
     assert coverage.ops_annotated == 2 and coverage.ops_nontrivial_annotated == 2
     assert coverage.time_coverage == 0.8
-    assert [e.name for e in coverage.unmatched_events] == ["e39", "e38", "e37", "e36", "e35"]
+    listed = [e.name for e in coverage.unmatched_events]
+    assert listed == ["e39", "e38", "e37", "e36", "e35", "35 more event names"]
+    # The tail is summed, not dropped: listed time is all unattributed time.
+    assert sum(e.total_ns for e in coverage.unmatched_events) == sum(n * 10 for n in range(40))
+    assert coverage.unmatched_events[-1].count == 35
     reasons = {op.op_name: op.reason for op in coverage.unmatched_ops}
     assert reasons["stablehlo.maximum"] == "fused into ynn_fusion.1 by XLA"
     assert (

@@ -47,7 +47,8 @@ def coverage_for(
     reasons:    optional position -> why that op is unmatched (else a reason from its key);
     not_executed: positions of ops the compiler provably removed before running; counted in
                 `ops_not_executed` instead of `ops_nontrivial`, still listed with their reason;
-    unmatched_events: profiled events no op received (the largest `max_listed` are kept).
+    unmatched_events: profiled events no op received (the largest `max_listed` are listed, the
+                rest summed into one row, so listed time always adds up).
     """
     annotated_set = set(annotated)
     reasons = reasons or {}
@@ -72,7 +73,20 @@ def coverage_for(
                 location = location[: MAX_LOCATION_CHARS - 3] + "..."
             reason = reasons.get(position) or default_unmatched_reason(key)
             unmatched_ops.append(UnmatchedOp(op.name, location, reason))
-    events = sorted(unmatched_events, key=lambda e: e.total_ns, reverse=True)[:max_listed]
+    ranked = sorted(unmatched_events, key=lambda e: e.total_ns, reverse=True)
+    events = ranked[:max_listed]
+    rest = ranked[max_listed:]
+    if rest:
+        # Every unattributed nanosecond stays listed: the tail is summed into one row.
+        events.append(
+            UnmatchedEvent(
+                f"{len(rest)} more event names",
+                sum(e.total_ns for e in rest),
+                sum(e.count for e in rest),
+                "smaller unattributed events, summed: "
+                + "; ".join(sorted({e.reason for e in rest}))[:300],
+            )
+        )
     return Coverage(
         level=level,
         profiled_ns=int(profiled_ns),
