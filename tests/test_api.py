@@ -50,7 +50,9 @@ def test_read_trace_and_errors_from_the_package(tmp_path: Path) -> None:
     missing = tmp_path / "nothing"
     with pytest.raises(irprof.BundleError, match="not a run bundle"):
         irprof.open_run(missing)
-    with pytest.raises(irprof.UsageError, match="unknown framework 'mxnet'"):
+    with pytest.raises(
+        irprof.UsageError, match="unknown framework 'mxnet'; known: iree, jax, tf, torch"
+    ):
         irprof.capture("mxnet", "model.py", tmp_path / "out")
     with pytest.raises(AttributeError):
         irprof.no_such_function  # noqa: B018
