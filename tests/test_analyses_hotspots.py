@@ -122,3 +122,40 @@ def test_ops_reached_through_a_call_are_keyed_and_placed_by_it() -> None:
     assert rows[6].location == "model.py:40:5"  # the call site, not the op's own frame
     assert rows[7].key == "jit(relu)/max (2 call sites)"
     assert rows[0].key == "net/conv/Conv2D"  # ops not reached through a call keep their name
+
+
+def grouped(base: ProfiledOp, group: str, size: int) -> ProfiledOp:
+    """`base` as a member of an event group of `size` ops (its time an estimated share)."""
+    assert base.profile is not None
+    profile = replace(
+        base.profile, group=group, group_size=size, group_total_ns=5_000, share_basis="flops"
+    )
+    return replace(base, profile=profile)
+
+
+FUSED = (
+    grouped(OPS[0], "tf:net/conv/Relu", 2),
+    grouped(OPS[1], "tf:net/conv/Relu", 2),
+    OPS[2],
+    OPS[3],
+)
+
+
+def test_a_fused_group_is_one_measured_row_by_default() -> None:
+    table = hotspots(FUSED, by="op")
+    first = table.rows[0]
+    assert first.key == "net/conv/Conv2D +1 ops" and first.group == "tf:net/conv/Relu"
+    assert first.total_ns == 5_000 and first.count == 1 and first.ops == 2
+    assert first.estimated_ns == 0  # the whole group's events: measured
+    assert table.total_ns == sum(op.total_ns for op in FUSED)
+
+
+def test_expanded_group_members_are_marked_estimated() -> None:
+    table = hotspots(FUSED, by="op", expand_groups=True)
+    rows = {row.key: row for row in table.rows}
+    assert rows["net/conv/Conv2D"].estimated_ns == 4_000
+    assert rows["net/dense/MatMul"].estimated_ns == 0
+    # A rollup that splits a group keeps the split part estimated; a whole group is measured.
+    by_type = {row.key: row for row in hotspots(FUSED, by="type").rows}
+    assert by_type["tf.Conv2D"].estimated_ns == 4_000
+    assert hotspots(FUSED, by="scope").rows[0].estimated_ns == 0

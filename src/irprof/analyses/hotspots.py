@@ -28,6 +28,10 @@ class HotspotRow:
     fused_with: tuple[str, ...]
     location: str  # `file:line:col` of the (hottest) op, else its compact location
     op_index: int  # walk index of the (hottest) op: links a row back to the IR
+    # Time in the row that is an estimated share of an event several ops ran (a fused kernel,
+    # a decomposed call) rather than a measurement; 0 when the row holds whole events.
+    estimated_ns: int = 0
+    group: str = ""  # the event group a collapsed row stands for ("" otherwise)
 
 
 @dataclass(frozen=True)
@@ -45,13 +49,31 @@ def _where(op: ProfiledOp) -> str:
     return op.site_source or op.location
 
 
-def _merge(key: str, ops: list[ProfiledOp], *, single: bool) -> HotspotRow:
+def _estimated_ns(ops: list[ProfiledOp]) -> int:
+    """Time of `ops` that is a share of a group not wholly inside `ops`."""
+    present: dict[str, int] = {}
+    for op in ops:
+        if op.profile is not None and op.profile.estimated:
+            present[op.profile.group] = present.get(op.profile.group, 0) + 1
+    return sum(
+        op.total_ns
+        for op in ops
+        if op.profile is not None
+        and op.profile.estimated
+        and present[op.profile.group] < op.profile.group_size
+    )
+
+
+def _merge(key: str, ops: list[ProfiledOp], *, single: bool, group: str = "") -> HotspotRow:
     hottest = max(ops, key=lambda op: op.total_ns)
     total = sum(op.total_ns for op in ops)
     count = sum(op.profile.count for op in ops if op.profile)
     kernels = tuple(dict.fromkeys(k for op in ops if op.profile for k in op.profile.kernels))
     fused = tuple(dict.fromkeys(f for op in ops if op.profile for f in op.profile.fused_with))
     kinds = tuple(dict.fromkeys(op.op_name for op in ops))
+    if group:
+        # One event ran every member: the group's count is its events', not their sum.
+        count = max(op.profile.count for op in ops if op.profile)
     return HotspotRow(
         key=key,
         op_name=hottest.op_name if single else ", ".join(kinds),
@@ -64,6 +86,8 @@ def _merge(key: str, ops: list[ProfiledOp], *, single: bool) -> HotspotRow:
         fused_with=fused,
         location=_where(hottest),
         op_index=hottest.index,
+        estimated_ns=_estimated_ns(ops),
+        group=group,
     )
 
 
@@ -86,11 +110,14 @@ def hotspots(
     by: GroupBy = "op",
     limit: int | None = None,
     profiled_ns: int | None = None,
+    expand_groups: bool = False,
 ) -> HotspotTable:
     """Annotated ops (or their rollup by kind or scope) ranked by attributed time.
 
     Inclusive call ops are left out: the ops of their callee carry the same time, and counting
-    both would attribute more time than was profiled.
+    both would attribute more time than was profiled. By op, the ops that shared one event
+    group (a fused kernel, a decomposed call) are one row holding the group's measured time,
+    unless `expand_groups` lists each member with its estimated share.
     """
     if by not in _KEYS:
         raise UsageError(f"cannot group hotspots by {by!r}; choose one of {', '.join(GROUP_BYS)}")
@@ -99,7 +126,10 @@ def hotspots(
     for op in ops:
         if op.profile is not None and not op.inclusive:
             groups.setdefault(key_of(op), []).append(op)
-    rows = [_merge(key, members, single=by == "op") for key, members in groups.items()]
+    if by == "op" and not expand_groups:
+        rows = _collapsed_rows(groups)
+    else:
+        rows = [_merge(key, members, single=by == "op") for key, members in groups.items()]
     if by == "op":
         rows = [_strip_index(row) for row in rows]
     rows.sort(key=lambda row: (-row.total_ns, row.key))
@@ -111,6 +141,23 @@ def hotspots(
         total_ns=total,
         profiled_ns=profiled_ns if profiled_ns is not None else total,
     )
+
+
+def _collapsed_rows(groups: dict[str, list[ProfiledOp]]) -> list[HotspotRow]:
+    """Op rows, with the members of one event group merged into one row."""
+    rows: list[HotspotRow] = []
+    by_group: dict[str, list[ProfiledOp]] = {}
+    for key, members in groups.items():
+        profile = members[0].profile
+        if profile is not None and profile.estimated:
+            by_group.setdefault(profile.group, []).append(members[0])
+        else:
+            rows.append(_merge(key, members, single=True))
+    for group, members in by_group.items():
+        hottest = max(members, key=lambda op: op.total_ns)
+        label = f"{_op_key(hottest).rpartition('#')[0]} +{len(members) - 1} ops"
+        rows.append(_merge(f"{label}#{hottest.index}", members, single=False, group=group))
+    return rows
 
 
 def _strip_index(row: HotspotRow) -> HotspotRow:

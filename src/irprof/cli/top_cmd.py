@@ -23,6 +23,12 @@ def top(
     level: Annotated[
         str | None, typer.Option("--level", help="Annotated IR level (default: first).")
     ] = None,
+    expand_groups: Annotated[
+        bool,
+        typer.Option(
+            "--expand-groups", help="By op: list each op of a fused/decomposed event (estimated)."
+        ),
+    ] = False,
 ) -> None:
     """Show the ops (or op kinds, or name scopes) that took the most time."""
     if by not in GROUP_BYS:
@@ -36,6 +42,7 @@ def top(
         by=by,
         limit=limit,
         profiled_ns=loaded.profiled.profiled_ns,
+        expand_groups=expand_groups,
     )
     script = model_script(bundle, manifest)
     title = f"{manifest.framework} · {script} · level {loaded.level} · by {by}"

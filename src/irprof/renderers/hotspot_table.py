@@ -48,8 +48,10 @@ def hotspot_rich_table(
         cells: list[Text] = [Text(str(rank)), Text(shorten(row.key, 70))]
         if table.by != "type":
             cells.append(Text(shorten(row.op_name, 40)))
+        # `~`: the time is an estimated share of an event several ops ran, not a measurement.
+        mark = "~" if row.estimated_ns else ""
         cells += [
-            Text(format_ns(row.total_ns)),
+            Text(mark + format_ns(row.total_ns)),
             Text(format_share(row.share)),
             Text(str(row.count)),
             Text(format_ns(row.mean_ns)),
@@ -62,6 +64,10 @@ def hotspot_rich_table(
         f"{len(table.rows)} rows · {format_ns(table.total_ns)} attributed"
         f" of {format_ns(table.profiled_ns)} profiled"
     )
+    if any(row.estimated_ns for row in table.rows):
+        rich_table.caption += " · ~ estimated share of a fused or decomposed event"
+    if any(row.group for row in table.rows):
+        rich_table.caption += " · `+N ops`: one event group, measured (--expand-groups)"
     return rich_table
 
 
