@@ -53,6 +53,17 @@ def test_read_trace_and_errors_from_the_package(tmp_path: Path) -> None:
     with pytest.raises(
         irprof.UsageError, match="unknown framework 'mxnet'; known: iree, jax, tf, torch"
     ):
-        irprof.capture("mxnet", "model.py", tmp_path / "out")
+        irprof.capture_model("mxnet", "model.py", tmp_path / "out")
     with pytest.raises(AttributeError):
         irprof.no_such_function  # noqa: B018
+
+
+def test_api_names_stay_functions_after_every_subpackage_is_imported() -> None:
+    import importlib
+    import pkgutil
+
+    for module in pkgutil.walk_packages(irprof.__path__, "irprof."):
+        if module.ispkg:
+            importlib.import_module(module.name)
+    for name in ("read_trace", "capture_model", "open_run", "annotate", "report"):
+        assert callable(getattr(irprof, name)) and getattr(irprof, name).__module__ == "irprof.api"

@@ -4,7 +4,7 @@ The package's face is `irprof.api`, re-exported here and imported on first use, 
 `import irprof` stays cheap and needs no framework:
 
     irprof.read_trace(path)                  -> Trace
-    irprof.capture(framework, script, out)   -> Run
+    irprof.capture_model(framework, script, out) -> Run
     irprof.open_run(path)                    -> Run (trace(), ir(level), profile(level),
                                                      coverage(level), top(...))
     irprof.annotate(run, level=None)         -> AnnotateOutcome
@@ -27,11 +27,12 @@ from irprof.errors import (
 )
 
 if TYPE_CHECKING:
-    from irprof.api import Run, annotate, capture, open_run, read_trace, report
+    from irprof.api import Run, annotate, capture_model, open_run, read_trace, report
 
 __version__ = "0.1.0"
 
-_API = frozenset({"Run", "annotate", "capture", "open_run", "read_trace", "report"})
+# `capture_model`, not `capture`: importing the `irprof.capture` package would shadow a function.
+_API = frozenset({"Run", "annotate", "capture_model", "open_run", "read_trace", "report"})
 
 
 def __getattr__(name: str) -> Any:
@@ -54,7 +55,7 @@ __all__ = [
     "UsageError",
     "__version__",
     "annotate",
-    "capture",
+    "capture_model",
     "open_run",
     "read_trace",
     "report",

@@ -1,7 +1,7 @@
 """The Python face of irprof: what each CLI command does, as one call returning plain data.
 
 import irprof
-run = irprof.capture("jax", "examples/jax_mlp.py", "run")      # or irprof.open_run("run")
+run = irprof.capture_model("jax", "examples/jax_mlp.py", "run")      # or irprof.open_run("run")
 irprof.annotate(run)                                            # -> AnnotateOutcome
 for row in run.top(limit=5).rows: print(row.label, row.total_ns)
 irprof.report(run)                                              # -> Path of report.html
@@ -57,7 +57,7 @@ def open_run(path: str | Path) -> Run:
     return run
 
 
-def capture(framework: str, script: str | Path, out: str | Path, **options: Any) -> Run:
+def capture_model(framework: str, script: str | Path, out: str | Path, **options: Any) -> Run:
     """Run `script` under `framework`'s profiler into the bundle `out` (options: the capture's
     options dataclass fields, e.g. `steps=5`)."""
     from irprof.frameworks import get_all_frameworks
