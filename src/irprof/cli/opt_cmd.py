@@ -8,15 +8,14 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
 from irprof.errors import UsageError
 from irprof.mlir.context import make_context
 from irprof.mlir.load import load_module, print_module, write_module
 from irprof.mlir.safe_parse import DEFAULT_LIMITS, ParseLimits, call_with_stack
-from irprof.passes.base import describe_options
 from irprof.passes.pipeline import RunOptions, run_pipeline
 from irprof.passes.registry import get_all_passes
+from irprof.renderers.pass_table import pass_table
 
 # Bounds on hostile or runaway MLIR input (see mlir/safe_parse.py); shared with `irprof graph`.
 MaxNesting = Annotated[
@@ -41,19 +40,6 @@ def parse_limits(max_nesting: int, max_digits: int, max_megabytes: int) -> Parse
     return ParseLimits(
         max_nesting=max_nesting, max_digits=max_digits, max_bytes=max_megabytes * 2**20
     )
-
-
-def list_passes_table() -> Table:
-    """The registered irprof passes with their options."""
-    table = Table(title="irprof passes (mix with any native pass of the bindings)")
-    table.add_column("pass")
-    table.add_column("options")
-    table.add_column("what it does")
-    registry = get_all_passes()
-    for name in registry.names():
-        cls = registry.get(name)
-        table.add_row(name, describe_options(cls), cls.summary)
-    return table
 
 
 def opt(
@@ -94,7 +80,7 @@ def opt(
 ) -> None:
     """Run a pipeline of irprof and native MLIR passes on a module."""
     if list_passes:
-        Console(highlight=False).print(list_passes_table())
+        Console(highlight=False).print(pass_table(get_all_passes()))
         return
     if input_path is None:
         raise UsageError("irprof opt: missing IN.mlir (or use --list-passes)")
