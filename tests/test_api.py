@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -67,3 +68,34 @@ def test_api_names_stay_functions_after_every_subpackage_is_imported() -> None:
             importlib.import_module(module.name)
     for name in ("read_trace", "capture_model", "open_run", "annotate", "report"):
         assert callable(getattr(irprof, name)) and getattr(irprof, name).__module__ == "irprof.api"
+
+
+def test_one_command_reads_the_manifest_trace_and_ir_once(
+    run_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import irprof.bundle
+    import irprof.mlir.load
+    import irprof.readers
+    from irprof.cli.main import main
+
+    calls: dict[str, int] = {"manifest": 0, "trace": 0, "ir": 0}
+
+    def counted(name: str, original: Any) -> Any:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            calls[name] += 1
+            return original(*args, **kwargs)
+
+        return wrapper
+
+    monkeypatch.setattr(
+        irprof.bundle.Manifest,
+        "decode",
+        staticmethod(counted("manifest", irprof.bundle.Manifest.decode)),
+    )
+    monkeypatch.setattr(irprof.readers, "read_trace", counted("trace", irprof.readers.read_trace))
+    monkeypatch.setattr(
+        irprof.mlir.load, "load_module", counted("ir", irprof.mlir.load.load_module)
+    )
+    assert main(["annotate", str(run_dir)]) == 0
+    # one manifest, one trace; the IR twice: the correlator's copy and the one annotated
+    assert calls == {"manifest": 1, "trace": 1, "ir": 2}
