@@ -136,3 +136,21 @@ def test_strings_and_comments_do_not_count_as_nesting(tmp_path: Path) -> None:
         "  return %a : i32\n}\n"
     )
     assert cli_main.main(["opt", str(source), "-o", str(tmp_path / "out.mlir")]) == 0
+
+
+@pytest.mark.parametrize("suffix", [".dot", ".html"])
+def test_bidi_controls_in_names_are_shown_escaped(tmp_path: Path, suffix: str) -> None:
+    # U+202E in an op name would display `evil` + reversed text in the page or the drawing.
+    source = tmp_path / "bidi.mlir"
+    source.write_text(
+        "func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {\n"
+        '  %0 = arith.addf %a, %a : tensor<4xf32> loc("layer/evil\u202edda\u2066x")\n'
+        "  return %0 : tensor<4xf32>\n}\n",
+        encoding="utf-8",
+    )
+    out = tmp_path / f"graph{suffix}"
+    assert cli_main.main(["graph", str(source), "-o", str(out)]) == 0
+    rendered = out.read_text(encoding="utf-8")
+    assert "\u202e" not in rendered and "\u2066" not in rendered
+    # DOT doubles the backslash (drawn as one); JSON in the page escapes it for JSON.parse.
+    assert "evil\\\\u202edda\\\\u2066x" in rendered

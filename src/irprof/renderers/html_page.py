@@ -8,6 +8,15 @@ from typing import Any
 
 import orjson
 
+# Bidirectional controls reorder the text around them: a name holding U+202E can display as a
+# different name. Rendered outputs show them as visible `\u202e` escapes instead.
+BIDI_CONTROLS = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+
+
+def reveal_bidi(text: str, *, backslash: str = "\\") -> str:
+    """`text` with each bidi control replaced by a visible `\\uXXXX` (`backslash` as given)."""
+    return text.translate({ord(char): f"{backslash}u{ord(char):04x}" for char in BIDI_CONTROLS})
+
 
 def asset_text(name: str) -> str:
     """The text of `renderers/assets/<name>` (shipped as package data)."""
@@ -18,8 +27,12 @@ def json_for_script(data: Any) -> str:
     """JSON safe inside `<script type="application/json">`: no `</script` or `<!--` can end it.
 
     `<`, `>` and `&` only occur inside JSON strings, where `\\u003c`-style escapes mean the same.
+    Bidi controls also only occur inside strings; each becomes the six visible characters
+    `\\u202e` (a JSON-escaped backslash), so the page shows the escape, not reordered text.
     """
     text = orjson.dumps(data, option=orjson.OPT_NON_STR_KEYS).decode("utf-8")
+    # Inside JSON text the backslash itself is escaped, to survive JSON.parse.
+    text = reveal_bidi(text, backslash="\\\\")
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
@@ -37,7 +50,7 @@ def page(*, title: str, data: Any, scripts: tuple[str, ...], styles: tuple[str, 
         '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
         "script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:\">\n"
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-        f"<title>{html.escape(title)}</title>\n"
+        f"<title>{html.escape(reveal_bidi(title))}</title>\n"
         f"<style>\n{style_text}\n</style>\n</head>\n<body>\n"
         '<div id="app"><noscript>This report needs JavaScript.</noscript></div>\n'
         f'<script type="application/json" id="irprof-data">{json_for_script(data)}</script>\n'

@@ -12,6 +12,7 @@ from irprof.renderers.colormap import (
     get_all_colormaps,
     heat_scale,
 )
+from irprof.renderers.html_page import reveal_bidi
 from irprof.renderers.units import format_ns, format_share, shorten
 
 LABEL_WIDTH = 44
@@ -20,8 +21,13 @@ EDGE_LABEL_LIMIT = 80
 
 
 def dot_string(text: str) -> str:
-    """A DOT double-quoted string: backslashes and quotes escaped, newlines kept as `\\n`."""
+    """A DOT double-quoted string: backslashes and quotes escaped, newlines kept as `\\n`.
+
+    Bidi controls are drawn as their `\\u202e` escape (the backslash doubled for DOT), so a
+    label cannot display reordered text.
+    """
     escaped = text.replace("\\", "\\\\").replace('"', '\\"')
+    escaped = reveal_bidi(escaped, backslash="\\\\")
     escaped = escaped.replace("\r", "").replace("\n", "\\n")
     return f'"{escaped}"'
 

@@ -11,9 +11,9 @@ from irprof.errors import IrprofError
 from irprof.renderers.op_graph_dot import render_dot
 
 LAYOUT_TIMEOUT_S = 120
-# Graphviz `dot` is super-linear: a 1,000-node chain whose nodes all read one input ran past
-# 70 s and 3.2 GB, 5,000 nodes took 80 s and 21 GB; 300 nodes (the default --max-nodes) take
-# well under a second. Refuse early instead of waiting for the timeout or the OOM killer.
+# Graphviz `dot` is super-linear: a chain of ops that all also read one input took 80 s and
+# 21 GB at 5,000 nodes, 3.2 GB and past 70 s at 1,000, and still over 60 s at 300 (that shape
+# is left to LAYOUT_TIMEOUT_S). Refuse big graphs before starting rather than await the OOM killer.
 MAX_LAYOUT_NODES = 600
 
 
