@@ -23,6 +23,7 @@ COMMAND_MODULES = (
     "irprof.cli.graph_cmd",
     "irprof.cli.report_cmd",
     "irprof.cli.export_cmd",
+    "irprof.cli.diff_cmd",
     "irprof.cli.demo_cmd",
 )
 

@@ -1,0 +1,203 @@
+"""Per-step samples of an op's time, derived from the trace, and bootstrap intervals on them.
+
+`irprof.profile` keeps count/min/max/mean, not one value per step, so the diff goes back to the
+trace. An op's `kernels` are the exact event names the correlator attributed to it, and its
+`total_ns` is its share of those events; the same share applied to each step's events gives the
+op's time in that step. How the steps are found, in order of preference:
+
+- `step-markers`: the trace has two or more step events (TF `irprof_step`, torch
+  `ProfilerStep#N`): an event belongs to the step whose window holds its start;
+- `occurrence`: no markers, but each of the op's kernels ran a multiple of the manifest's step
+  count times: the k-th run of consecutive occurrences is step k (XLA runs each thunk once per
+  step);
+- `event-bootstrap`: neither: the op's individual events (shared out like the total) are the
+  samples, and a step's time is their sum divided by the step count;
+- `profile-only`: no event of the op is in the trace: the profile's total, with no interval.
+
+The bootstrap resamples each op's samples with replacement (steps, or events) and reports the
+percentile interval of the difference of per-step means. The seed is an explicit option, so two
+runs of `irprof diff` print the same interval.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from irprof.analyses.profiled_ops import ProfiledOp
+from irprof.trace.model import EventKind, Trace
+
+SampleMethod = Literal["step-markers", "occurrence", "event-bootstrap", "profile-only", "none"]
+STEP_METHODS: tuple[SampleMethod, ...] = ("step-markers", "occurrence")
+I64 = npt.NDArray[np.int64]
+
+
+@dataclass(frozen=True)
+class Samples:
+    """The time of one op (or a sum of ops) in one run: `values` summed over `divisor` steps."""
+
+    method: SampleMethod
+    values: tuple[int, ...]  # ns per step (step methods) or per event (event-bootstrap)
+    divisor: int  # steps the values are spread over (len(values) for the step methods)
+
+    @property
+    def per_step_ns(self) -> float:
+        """Mean time per step."""
+        return sum(self.values) / self.divisor if self.divisor else 0.0
+
+    @property
+    def resamplable(self) -> bool:
+        """Two or more samples from the trace: a bootstrap can say something about noise."""
+        return self.method not in ("profile-only", "none") and len(self.values) >= 2
+
+
+NO_SAMPLES = Samples("none", (), 1)
+
+
+@dataclass(frozen=True)
+class _KernelEvents:
+    """Event rows by name (durations and starts), for the names ops list as kernels."""
+
+    ts: dict[str, I64]
+    dur: dict[str, I64]
+
+
+def _kernel_events(trace: Trace, names: Iterable[str]) -> _KernelEvents:
+    wanted = set(names)
+    ids = {index: text for index, text in enumerate(trace.strings) if text in wanted}
+    work = (trace.kind != EventKind.INSTANT) & (trace.kind != EventKind.COUNTER)
+    rows = np.nonzero(np.isin(trace.name, list(ids)) & work)[0]
+    rows = rows[np.lexsort((trace.ts_ns[rows], trace.name[rows]))]
+    ts: dict[str, I64] = {}
+    dur: dict[str, I64] = {}
+    if len(rows):
+        names_of = trace.name[rows]
+        bounds = np.flatnonzero(np.diff(names_of)) + 1
+        for chunk in np.split(rows, bounds):
+            name = ids[int(trace.name[chunk[0]])]
+            ts[name] = trace.ts_ns[chunk]
+            dur[name] = trace.dur_ns[chunk]
+    return _KernelEvents(ts, dur)
+
+
+def step_windows(trace: Trace) -> list[tuple[int, int]]:
+    """`(start, end)` of each top-level step event, in time order (nested markers dropped)."""
+    rows = np.nonzero(trace.kind == EventKind.STEP)[0]
+    starts, ends = trace.ts_ns[rows].tolist(), (trace.ts_ns + trace.dur_ns)[rows].tolist()
+    spans = sorted(zip(starts, ends, strict=True))
+    windows: list[tuple[int, int]] = []
+    for start, end in spans:
+        if windows and start < windows[-1][1]:
+            continue  # inside the previous step (a marker within a marker)
+        windows.append((start, end))
+    return windows
+
+
+def _scaled(values: I64, ratio: float) -> tuple[int, ...]:
+    return tuple(round(float(v) * ratio) for v in values.tolist())
+
+
+def op_samples(
+    op: ProfiledOp,
+    events: _KernelEvents,
+    windows: Sequence[tuple[int, int]],
+    steps: int,
+) -> Samples:
+    """The per-step samples of one op (see the module docstring for the methods)."""
+    if op.profile is None:
+        return NO_SAMPLES
+    kernels = [name for name in dict.fromkeys(op.profile.kernels) if name in events.ts]
+    measured = sum(int(events.dur[name].sum()) for name in kernels)
+    if not kernels or measured <= 0:
+        return Samples("profile-only", (op.profile.total_ns,), max(steps, 1))
+    # The op's share of its events (1 for an op that ran its kernels alone).
+    ratio = op.profile.total_ns / measured
+    ts = np.concatenate([events.ts[name] for name in kernels])
+    dur = np.concatenate([events.dur[name] for name in kernels])
+    if len(windows) >= 2:
+        starts = np.asarray([start for start, _ in windows], dtype=np.int64)
+        ends = np.asarray([end for _, end in windows], dtype=np.int64)
+        step = np.searchsorted(starts, ts, side="right") - 1
+        inside = (step >= 0) & (ts < ends[np.maximum(step, 0)])
+        per_step = np.bincount(step[inside], weights=dur[inside], minlength=len(windows))
+        return Samples("step-markers", _scaled(per_step.astype(np.int64), ratio), len(windows))
+    if steps >= 2 and all(len(events.ts[name]) % steps == 0 for name in kernels):
+        per_step = np.zeros(steps, dtype=np.int64)
+        for name in kernels:
+            chunks = np.split(events.dur[name], steps)  # time order: consecutive runs = steps
+            per_step += np.asarray([int(chunk.sum()) for chunk in chunks], dtype=np.int64)
+        return Samples("occurrence", _scaled(per_step, ratio), steps)
+    return Samples("event-bootstrap", _scaled(dur, ratio), max(steps, 1))
+
+
+def run_samples(
+    trace: Trace, ops: Sequence[ProfiledOp], steps: int
+) -> tuple[dict[int, Samples], int]:
+    """Samples of every profiled op (by op index) and the number of step markers found."""
+    names = {kernel for op in ops if op.profile for kernel in op.profile.kernels}
+    events = _kernel_events(trace, names)
+    windows = step_windows(trace)
+    found = {op.index: op_samples(op, events, windows, steps) for op in ops if op.profile}
+    return found, len(windows)
+
+
+def combine(samples: Sequence[Samples]) -> tuple[Samples, ...]:
+    """Samples of a set of ops: one elementwise sum when all are per-step samples of the same
+    steps (steps co-vary, so summing first keeps that), else the list as it is."""
+    present = [item for item in samples if item.method != "none"]
+    if not present:
+        return ()
+    first = present[0]
+    if all(
+        item.method in STEP_METHODS and len(item.values) == len(first.values) for item in present
+    ):
+        summed = np.sum([np.asarray(item.values, dtype=np.int64) for item in present], axis=0)
+        return (Samples(first.method, tuple(int(v) for v in summed.tolist()), first.divisor),)
+    return tuple(present)
+
+
+def method_label(samples: Iterable[Samples]) -> str:
+    """The methods used, most frequent first (`step-markers`, `event-bootstrap/profile-only`)."""
+    counts: dict[str, int] = {}
+    for item in samples:
+        if item.method != "none":
+            counts[item.method] = counts.get(item.method, 0) + 1
+    return "/".join(sorted(counts, key=lambda name: -counts[name])) or "none"
+
+
+def _resampled_means(
+    samples: Sequence[Samples], resamples: int, rng: np.random.Generator
+) -> npt.NDArray[np.float64]:
+    total = np.zeros(resamples, dtype=np.float64)
+    for item in samples:
+        values = np.asarray(item.values, dtype=np.float64)
+        if not item.resamplable:
+            total += item.per_step_ns
+            continue
+        picks = rng.integers(0, len(values), size=(resamples, len(values)))
+        total += values[picks].sum(axis=1) / item.divisor
+    return total
+
+
+def bootstrap_delta(
+    a: Sequence[Samples],
+    b: Sequence[Samples],
+    *,
+    resamples: int,
+    confidence: float,
+    seed: int,
+) -> tuple[float, float] | None:
+    """Percentile interval of (B - A) per-step time, or None when a side has fewer than two
+    samples of some op (one value says nothing about noise)."""
+    parts = [item for item in (*a, *b) if item.method != "none"]
+    if not parts or not all(item.resamplable for item in parts):
+        return None
+    rng = np.random.default_rng(seed)
+    delta = _resampled_means(b, resamples, rng) - _resampled_means(a, resamples, rng)
+    tail = (1.0 - confidence) / 2.0 * 100.0
+    low, high = np.percentile(delta, [tail, 100.0 - tail])
+    return float(low), float(high)

@@ -1,0 +1,140 @@
+"""Per-step samples of op time from a trace, and the bootstrap interval of a difference."""
+
+from __future__ import annotations
+
+import pytest
+
+from irprof.analyses.profiled_ops import ProfiledOp
+from irprof.analyses.run_diff_samples import (
+    Samples,
+    bootstrap_delta,
+    combine,
+    run_samples,
+    step_windows,
+)
+from irprof.opprofile import ProfileData
+from irprof.trace.builder import TraceBuilder
+from irprof.trace.model import EventKind, Trace
+
+
+def profiled(index: int, kernels: tuple[str, ...], total_ns: int) -> ProfiledOp:
+    """An op with a profile naming `kernels` (built in code, as a correlator would write it)."""
+    data = ProfileData(
+        count=1,
+        total_ns=total_ns,
+        mean_ns=total_ns,
+        min_ns=total_ns,
+        max_ns=total_ns,
+        first_ts_ns=0,
+        fraction=0.0,
+        kernels=kernels,
+    )
+    return ProfiledOp(
+        index=index,
+        op_name="tf.Conv2D",
+        function="main",
+        runtime_name=f"op{index}",
+        scope="",
+        source="model.py:1:1",
+        chain=(),
+        location="",
+        profile=data,
+        trivial=False,
+    )
+
+
+def trace_of(events: list[tuple[str, int, int, EventKind]]) -> Trace:
+    """(name, start, duration, kind) on one track."""
+    builder = TraceBuilder()
+    track = builder.track(1, 1, "host", "main")
+    for name, start, duration, kind in events:
+        builder.add(start, duration, track, name, kind)
+    return builder.build()
+
+
+KERNEL = EventKind.FRAMEWORK_OP
+
+
+def test_step_markers_split_each_ops_share_of_its_events_by_step() -> None:
+    trace = trace_of(
+        [
+            ("warmup", 0, 50, KERNEL),  # before the first step: in no sample
+            ("step", 100, 100, EventKind.STEP),
+            ("fused", 110, 40, KERNEL),
+            ("step", 200, 100, EventKind.STEP),
+            ("fused", 210, 60, KERNEL),
+            ("fused", 250, 20, KERNEL),
+            ("marker", 220, 0, EventKind.INSTANT),
+        ]
+    )
+    # Two ops share the fused kernel 1:3 (as the correlator split its 120 ns).
+    ops = [profiled(0, ("fused",), 30), profiled(1, ("fused",), 90)]
+    samples, markers = run_samples(trace, ops, steps=7)
+    assert markers == 2
+    assert samples[0] == Samples("step-markers", (10, 20), 2)
+    assert samples[1] == Samples("step-markers", (30, 60), 2)
+    assert samples[1].per_step_ns == 45.0
+
+
+def test_without_markers_consecutive_occurrences_are_steps() -> None:
+    trace = trace_of([("k", t, d, KERNEL) for t, d in ((0, 10), (100, 30), (200, 50))])
+    samples, markers = run_samples(trace, [profiled(0, ("k",), 90)], steps=3)
+    assert markers == 0
+    assert samples[0] == Samples("occurrence", (10, 30, 50), 3)
+
+
+def test_events_that_do_not_divide_into_steps_are_resampled_one_by_one() -> None:
+    trace = trace_of([("k", t, d, KERNEL) for t, d in ((0, 10), (100, 30), (200, 50))])
+    samples, _ = run_samples(trace, [profiled(0, ("k",), 90)], steps=2)
+    assert samples[0] == Samples("event-bootstrap", (10, 30, 50), 2)
+    assert samples[0].per_step_ns == 45.0
+
+
+def test_an_op_whose_kernels_are_not_in_the_trace_keeps_its_total_without_samples() -> None:
+    trace = trace_of([("other", 0, 10, KERNEL)])
+    samples, _ = run_samples(trace, [profiled(0, ("gone",), 70)], steps=2)
+    assert samples[0] == Samples("profile-only", (70,), 2)
+    assert (
+        bootstrap_delta([samples[0]], [samples[0]], resamples=200, confidence=0.9, seed=1) is None
+    )
+
+
+def test_nested_step_markers_count_once() -> None:
+    trace = trace_of([("s", 0, 100, EventKind.STEP), ("inner", 10, 20, EventKind.STEP)])
+    assert step_windows(trace) == [(0, 100)]
+
+
+def test_combine_sums_per_step_samples_elementwise_and_keeps_others_apart() -> None:
+    steps = [Samples("step-markers", (1, 2, 3), 3), Samples("step-markers", (10, 20, 30), 3)]
+    assert combine(steps) == (Samples("step-markers", (11, 22, 33), 3),)
+    mixed = [steps[0], Samples("event-bootstrap", (5, 5), 3)]
+    assert combine(mixed) == tuple(mixed)
+
+
+def test_bootstrap_interval_separates_clearly_different_runs() -> None:
+    a = [Samples("step-markers", (100, 101, 99, 100), 4)]
+    b = [Samples("step-markers", (200, 199, 201, 200), 4)]
+    low, high = bootstrap_delta(a, b, resamples=2000, confidence=0.95, seed=0) or (0, 0)
+    assert 98 <= low <= 100 <= high <= 102
+
+
+def test_bootstrap_interval_of_overlapping_runs_contains_zero() -> None:
+    a = [Samples("step-markers", (100, 140, 90, 130), 4)]
+    b = [Samples("step-markers", (120, 95, 135, 105), 4)]
+    low, high = bootstrap_delta(a, b, resamples=2000, confidence=0.95, seed=0) or (1, 1)
+    assert low < 0 < high
+
+
+def test_bootstrap_is_reproducible_for_a_seed() -> None:
+    a = [Samples("event-bootstrap", (3, 9, 4, 12, 7), 2)]
+    b = [Samples("event-bootstrap", (5, 9, 14, 2), 2)]
+    first = bootstrap_delta(a, b, resamples=500, confidence=0.9, seed=7)
+    assert first == bootstrap_delta(a, b, resamples=500, confidence=0.9, seed=7)
+    assert first != bootstrap_delta(a, b, resamples=500, confidence=0.9, seed=8)
+
+
+@pytest.mark.parametrize("values", [(5,), ()])
+def test_a_single_sample_gives_no_interval(values: tuple[int, ...]) -> None:
+    one = Samples("step-markers", values, max(len(values), 1))
+    many = Samples("step-markers", (1, 2), 2)
+    assert bootstrap_delta([one], [many], resamples=200, confidence=0.9, seed=0) is None
