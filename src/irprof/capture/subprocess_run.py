@@ -16,7 +16,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 from irprof.bundle import RunBundle
-from irprof.errors import CaptureError, UsageError
+from irprof.errors import CaptureError, IrprofError, UsageError
 
 # A runner reports an error it understood on one stderr line with this prefix.
 ERROR_PREFIX = "irprof-capture-error: "
@@ -84,14 +84,31 @@ def run_runner(
 
 @contextlib.contextmanager
 def staged_bundle(out: Path) -> Iterator[Path]:
-    """A staging directory beside `out`, moved to `out` (replacing an old bundle) on success."""
+    """A staging directory beside `out`, moved to `out` (replacing an old bundle) on success.
+
+    Before the move, the staged bundle must load: its manifest validates and irprof's own reader
+    reads its trace. A profiler that wrote a trace irprof refuses fails the capture here, naming
+    the problem, instead of failing every later command.
+    """
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
         yield staging
+        check_staged_bundle(staging, out)
         _replace_directory(staging, out)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def check_staged_bundle(staging: Path, out: Path) -> None:
+    """Refuse a staged bundle whose manifest or primary trace irprof cannot read."""
+    bundle = RunBundle(staging)
+    try:
+        bundle.trace()
+    except IrprofError as exc:
+        raise CaptureError(
+            f"{out}: the capture wrote a bundle irprof cannot read ({exc}); nothing was written"
+        ) from exc
 
 
 def _replace_directory(staging: Path, out: Path) -> None:
