@@ -7,6 +7,7 @@ no output.
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 from collections.abc import Iterator
@@ -37,6 +38,7 @@ _OPENED: list[str] | None = None
 def _audit(event: str, args: tuple[Any, ...]) -> None:
     if _OPENED is not None and event == "open" and isinstance(args[0], (str, bytes, Path)):
         _OPENED.append(str(Path(str(args[0])).absolute()))
+        _OPENED.append(os.path.realpath(str(args[0])))  # where a symlink leads
 
 
 sys.addaudithook(_audit)
@@ -136,6 +138,11 @@ def test_item5_annotated_ir_and_coverage_symlinked_out_are_refused(
     (run / "coverage.json").symlink_to("/dev/zero")
     assert main(["annotate", str(run)]) == 2
     assert "coverage.json" in capsys.readouterr().err
+    (run / "coverage.json").unlink()
+    assert main(["annotate", str(run)]) == 0
+    (run / "dag.json").symlink_to("/etc/passwd")
+    assert main(["report", str(run), "-o", str(tmp_path / "r.html")]) == 2
+    assert "dag.json" in capsys.readouterr().err and not (tmp_path / "r.html").exists()
     assert "/etc/passwd" not in opened and "/dev/zero" not in opened
 
 

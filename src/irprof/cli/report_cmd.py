@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated
 
@@ -25,6 +26,8 @@ def report(
     """Write one static HTML file: summary, hotspots, rollups, op graph, DAG, coverage gaps."""
     bundle = open_run(run)
     bundle_framework(bundle)  # a bundle of an unknown stack is not a run irprof wrote
+    if os.path.lexists(bundle.dag_path):  # the report embeds it: same rules as named files
+        bundle.member("dag.json", what="event DAG")
     target = write_report(bundle, output, max_nodes=max_nodes)
     levels = ", ".join(bundle.annotated_levels())
     Console(highlight=False, stderr=True).print(
