@@ -90,7 +90,7 @@ def test_export_perfetto_adds_ir_ops_and_level_tracks(
 ) -> None:
     output = tmp_path / "trace.json"
     code, _, err = run(
-        capsys, "export", str(jax_bundle.root), "--to", "perfetto", "-o", str(output)
+        capsys, "export", str(jax_bundle.root), "--to", "chrome", "-o", str(output)
     )
     assert code == 0, err
     events = json.loads(output.read_text())["traceEvents"]

@@ -44,8 +44,8 @@ _OP_GRAPH.register("html", "irprof.renderers.op_graph_html:RENDERER")
 
 # Export formats read a run bundle: each renderer names its input builder in `input`.
 _EXPORTS: Registry[ExportRenderer] = Registry("export format")
-_EXPORTS.register("perfetto", "irprof.renderers.perfetto:PERFETTO")
-_EXPORTS.register("chrome", "irprof.renderers.perfetto:CHROME")
+_EXPORTS.register("perfetto", "irprof.renderers.perfetto_proto:RENDERER")
+_EXPORTS.register("chrome", "irprof.renderers.chrome_trace:CHROME")
 _EXPORTS.register("model-explorer", "irprof.renderers.model_explorer:RENDERER")
 
 

@@ -1,4 +1,5 @@
-"""Trace export as Chrome trace-event JSON (what Perfetto's UI and chrome://tracing open).
+"""Trace export as Chrome trace-event JSON (`--to chrome`; Perfetto's UI and chrome://tracing
+open it). The native Perfetto export is `perfetto_proto`.
 
 The original events keep their tracks, names and arguments; events attributed to IR ops gain an
 `irprof` argument naming those ops and their locations. Ops of private functions are named and
@@ -146,9 +147,9 @@ def chrome_trace(export: TraceExport) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class ChromeTraceRenderer:
-    """`trace.json` for Perfetto or chrome://tracing (both read this format)."""
+    """`trace.json` for chrome://tracing or Perfetto (both read this format)."""
 
-    name: str
+    name: str = "chrome"
     extension: str = ".json"
     # What the renderer reads from a run bundle: `(bundle, level | None) -> TraceExport`.
     input: str = "irprof.analyses.trace_export:load_trace_export"
@@ -158,5 +159,4 @@ class ChromeTraceRenderer:
         return orjson.dumps(chrome_trace(data))
 
 
-PERFETTO = ChromeTraceRenderer(name="perfetto")
-CHROME = ChromeTraceRenderer(name="chrome")
+CHROME = ChromeTraceRenderer()
