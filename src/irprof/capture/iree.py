@@ -25,7 +25,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from irprof.bundle import Manifest, RunBundle
+from irprof.bundle import Manifest, RunBundle, fingerprint_files
 from irprof.capture.iree_inputs import (
     TensorSpec,
     function_signature,
@@ -76,20 +76,38 @@ def capture_iree(
     check_capture_arguments(model_path, out_path, steps=options.steps, warmup=options.warmup)
     if model_path.suffix not in MODEL_SUFFIXES:
         raise UsageError(f"{model_path}: expected an MLIR text file (.mlir)")
+    label = model_label(model_path, out_path)
+    with staged_bundle(out_path) as staging:
+        write_iree_bundle(model_path, staging, options, label=label, subject=str(model_path))
+    return RunBundle(out_path)
+
+
+def write_iree_bundle(
+    source: Path,
+    folder: Path,
+    options: IreeCaptureOptions,
+    *,
+    label: str,
+    subject: str,
+    provenance: dict[str, str] | None = None,
+) -> None:
+    """Compile and profile the MLIR file `source`; write a whole IREE bundle into `folder`.
+
+    `folder` is a staging directory (created when missing); the caller moves it into place.
+    `subject` names the input in every error (the `.mlir`, or the script a framework lowered);
+    `provenance` records, for a framework capture's `--backend iree`, where `source` came from.
+    """
     if options.inputs and options.inputs_npz:
         raise UsageError("give inputs either as --input specs or as --inputs FILE.npz, not both")
-    module = load_module(model_path, make_context())
+    module = load_module(source, make_context())
     level = source_level(module)
-    signature = function_signature(module, options.function, model_path)
-    label = model_label(model_path, out_path)
-    with (
-        staged_bundle(out_path) as staging,
-        tempfile.TemporaryDirectory(prefix="irprof-iree-") as work,
-    ):
+    signature = function_signature(module, options.function, subject)
+    folder.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="irprof-iree-") as work:
         work_dir = Path(work)
-        (staging / "ir").mkdir()
-        (staging / "trace").mkdir()
-        shutil.copyfile(model_path, staging / "ir" / f"{level}.mlir")
+        (folder / "ir").mkdir()
+        (folder / "trace").mkdir()
+        shutil.copyfile(source, folder / "ir" / f"{level}.mlir")
         stamped = work_dir / "stamped.mlir"
         stamp_origin(module.operation, level)
         with stamped.open("w", encoding="utf-8") as handle:
@@ -98,8 +116,8 @@ def capture_iree(
         timeout = options.timeout_s
         compile_module(
             stamped,
-            staging / "ir" / f"{FLOW_LEVEL}.mlir",
-            subject=model_path,
+            folder / "ir" / f"{FLOW_LEVEL}.mlir",
+            subject=subject,
             to_flow=True,
             sources_dir=None,
             timeout_s=timeout,
@@ -108,63 +126,64 @@ def capture_iree(
         compile_module(
             stamped,
             vmfb,
-            subject=model_path,
+            subject=subject,
             to_flow=False,
-            sources_dir=staging / "executables",
+            sources_dir=folder / "executables",
             timeout_s=timeout,
         )
-        inputs = _input_specs(options, signature, model_path, work_dir)
-        profile = staging / "trace" / PROFILE_NAME
+        inputs = _input_specs(options, signature, subject, work_dir)
+        profile = folder / "trace" / PROFILE_NAME
         profile_module(
             vmfb,
             profile,
             function=options.function,
             inputs=inputs,
             iterations=options.warmup + options.steps,
-            subject=model_path,
+            subject=subject,
             timeout_s=timeout,
         )
         for name, (command, flags) in PROJECTIONS.items():
             text = profile_projection(
-                profile, command, subject=model_path, timeout_s=timeout, extra=flags
+                profile, command, subject=subject, timeout_s=timeout, extra=flags
             )
-            write_bytes_atomic(staging / "trace" / name, text.encode("utf-8"))
-        warmup_until_ns, per_step, warning = _warmup_boundary(
-            staging / "trace" / "dispatch.jsonl", options.warmup, options.steps
-        )
-        sources = sorted((staging / "executables").glob("*.mlir"))
-        manifest = Manifest(
-            framework="iree",
-            model=label,
-            entry=options.function,
-            steps=options.steps,
-            device="local-task:llvm-cpu (host)",
-            versions=_versions(),
-            ir_levels=(level, FLOW_LEVEL),
-            trace_files=(
-                *(f"trace/{name}" for name in PROJECTIONS),
-                f"trace/{PROFILE_NAME}",
-            ),
-            options={
-                "warmup": options.warmup,
-                "source_level": level,
-                "origin_level": level,
-                "inputs": "given specs"
-                if options.inputs
-                else ("npz" if options.inputs_npz else f"random (seed {options.seed})"),
-                "signature": [spec.render() for spec in signature],
-                "warmup_until_ns": warmup_until_ns,
-                "dispatches_per_step": per_step,
-                "warmup_note": warning,
-                "executable_sources": [f"executables/{path.name}" for path in sources],
-            },
-        )
-        RunBundle(staging).write_manifest(manifest)
-    return RunBundle(out_path)
+            write_bytes_atomic(folder / "trace" / name, text.encode("utf-8"))
+    warmup_until_ns, per_step, warning = _warmup_boundary(
+        folder / "trace" / "dispatch.jsonl", options.warmup, options.steps
+    )
+    sources = sorted((folder / "executables").glob("*.mlir"))
+    manifest = Manifest(
+        framework="iree",
+        model=label,
+        entry=options.function,
+        steps=options.steps,
+        device="local-task:llvm-cpu (host)",
+        versions=_versions(),
+        ir_levels=(level, FLOW_LEVEL),
+        trace_files=(
+            *(f"trace/{name}" for name in PROJECTIONS),
+            f"trace/{PROFILE_NAME}",
+        ),
+        options={
+            "warmup": options.warmup,
+            "source_level": level,
+            "origin_level": level,
+            "inputs": "given specs"
+            if options.inputs
+            else ("npz" if options.inputs_npz else f"random (seed {options.seed})"),
+            "signature": [spec.render() for spec in signature],
+            "warmup_until_ns": warmup_until_ns,
+            "dispatches_per_step": per_step,
+            "warmup_note": warning,
+            "executable_sources": [f"executables/{path.name}" for path in sources],
+            **({"compiled_from": provenance} if provenance else {}),
+        },
+    )
+    bundle = RunBundle(folder)
+    bundle.write_manifest(fingerprint_files(bundle, manifest))
 
 
 def _input_specs(
-    options: IreeCaptureOptions, signature: list[TensorSpec], model: Path, work_dir: Path
+    options: IreeCaptureOptions, signature: list[TensorSpec], subject: str, work_dir: Path
 ) -> list[str]:
     if options.inputs:
         return list(options.inputs)
@@ -174,7 +193,7 @@ def _input_specs(
             raise UsageError(f"{npz}: no such .npz file")
         arrays = npz_inputs(npz)
     else:
-        arrays = random_inputs(signature, model, options.seed)
+        arrays = random_inputs(signature, subject, options.seed)
     return write_inputs(arrays, work_dir)
 
 

@@ -40,6 +40,7 @@ SOURCE_DIALECTS = (
     ("tosa", "tosa"),
 )
 DEFAULT_LEVEL = "linalg"
+TORCH_TENSOR_PREFIX = "!torch.vtensor<"
 
 
 @dataclass(frozen=True)
@@ -52,7 +53,7 @@ class TensorSpec:
     def render(self) -> str:
         """IREE's spelling, e.g. `4x8xf32`."""
         dims = "?" if self.shape is None else "x".join(str(d) for d in self.shape)
-        return f"{dims}x{self.element}" if self.shape else self.element
+        return f"{dims}x{self.element}" if self.shape != () else self.element
 
 
 def source_level(module: ir.Module) -> str:
@@ -64,7 +65,7 @@ def source_level(module: ir.Module) -> str:
     return DEFAULT_LEVEL
 
 
-def function_signature(module: ir.Module, function: str, model: Path) -> list[TensorSpec]:
+def function_signature(module: ir.Module, function: str, model: str | Path) -> list[TensorSpec]:
     """Argument specs of the public function `function`; a CaptureError naming the ones there."""
     public: list[str] = []
     for op in module.body.operations:
@@ -89,8 +90,11 @@ def function_signature(module: ir.Module, function: str, model: Path) -> list[Te
     )
 
 
-def _tensor_spec(type_: ir.Type, model: Path, function: str) -> TensorSpec:
+def _tensor_spec(type_: ir.Type, model: str | Path, function: str) -> TensorSpec:
     # The bindings hand back typed subclasses (RankedTensorType, F32Type, ...).
+    torch_spec = _torch_tensor_spec(str(type_))
+    if torch_spec is not None:
+        return torch_spec
     if isinstance(type_, ir.RankedTensorType):
         shape = tuple(type_.shape)
         static = all(dim != ir.ShapedType.get_dynamic_size() for dim in shape)
@@ -100,7 +104,27 @@ def _tensor_spec(type_: ir.Type, model: Path, function: str) -> TensorSpec:
     return TensorSpec((), str(type_))
 
 
-def random_inputs(specs: Sequence[TensorSpec], model: Path, seed: int) -> list[np.ndarray]:
+def _torch_tensor_spec(spelling: str) -> TensorSpec | None:
+    """`!torch.vtensor<[4,?],f32>` as a spec, or None for another type.
+
+    The compiler's bindings register the torch dialect but expose no Python class for its
+    types, so the type's own spelling is read (a fixed grammar: dims in brackets, `?` dynamic).
+    IREE's ABI is signless: `si64` arrives as `i64`.
+    """
+    if not (spelling.startswith(TORCH_TENSOR_PREFIX) and spelling.endswith(">")):
+        return None
+    dims_text, _, element = spelling[len(TORCH_TENSOR_PREFIX) : -1].rpartition("],")
+    if not dims_text.startswith("["):
+        return None
+    element = element.removeprefix("s") if element.startswith("si") else element
+    dims = [dim.strip() for dim in dims_text[1:].split(",") if dim.strip()]
+    if not element.isalnum() or any(dim != "?" and not dim.isdigit() for dim in dims):
+        return None
+    static = all(dim.isdigit() for dim in dims)
+    return TensorSpec(tuple(int(dim) for dim in dims) if static else None, element)
+
+
+def random_inputs(specs: Sequence[TensorSpec], model: str | Path, seed: int) -> list[np.ndarray]:
     """One random array per argument (normal floats, small integers), reproducible by `seed`."""
     generator = np.random.default_rng(seed)
     arrays: list[np.ndarray] = []

@@ -41,7 +41,7 @@ def tool_path(name: str) -> Path:
 
 
 def run_tool(
-    name: str, arguments: Sequence[str], *, subject: Path, what: str, timeout_s: float
+    name: str, arguments: Sequence[str], *, subject: str | Path, what: str, timeout_s: float
 ) -> str:
     """Run an IREE tool; on failure raise CaptureError naming `subject` with IREE's diagnostic."""
     command = [str(tool_path(name)), *arguments]
@@ -67,7 +67,7 @@ def compile_module(
     source: Path,
     out: Path,
     *,
-    subject: Path,
+    subject: str | Path,
     to_flow: bool,
     sources_dir: Path | None,
     timeout_s: float,
@@ -89,7 +89,7 @@ def profile_module(
     function: str,
     inputs: Sequence[str],
     iterations: int,
-    subject: Path,
+    subject: str | Path,
     timeout_s: float,
 ) -> None:
     """Run `function` `iterations` times under HAL profiling, writing the `.ireeprof` `output`."""
@@ -112,7 +112,7 @@ def profile_module(
 
 
 def profile_projection(
-    profile: Path, command: str, *, subject: Path, timeout_s: float, extra: Sequence[str] = ()
+    profile: Path, command: str, *, subject: str | Path, timeout_s: float, extra: Sequence[str] = ()
 ) -> str:
     """`iree-profile <command> --format=jsonl` of a `.ireeprof` (its JSON lines)."""
     return run_tool(

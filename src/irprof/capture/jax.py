@@ -8,6 +8,9 @@ succeeded, so a failed capture never leaves a partial bundle. Bundle layout:
     RUN/ir/stablehlo.mlir     `jax.jit(f).lower(*args).as_text(debug_info=True)`
     RUN/ir/hlo.txt            optimized HLO of the compiled executable that was profiled
     RUN/trace/*.xplane.pb     the profiler's own files, untouched (+ perfetto/trace JSON)
+
+`backend="iree"` / `"both"` compiles that StableHLO with IREE instead of / besides XLA
+(`capture/iree_backend.py` gives the layout: the IREE run is its own bundle, RUN or RUN/iree).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from irprof.bundle import RunBundle
+from irprof.capture.iree_backend import BackendPlan, capture_with_backend, iree_options
 from irprof.capture.subprocess_run import (
     check_capture_arguments,
     model_label,
@@ -25,16 +29,20 @@ from irprof.capture.subprocess_run import (
 )
 
 RUNNER_MODULE = "irprof.capture.jax_runner"
+IREE_PLAN = BackendPlan(
+    framework="jax", native="xla", level="stablehlo", what="StableHLO lowered by JAX"
+)
 
 
 @dataclass(frozen=True)
 class JaxCaptureOptions:
-    """What to run and how long: entry function name, profiled steps, warm-up steps."""
+    """What to run and how long: entry function, profiled and warm-up steps, backend(s)."""
 
     entry: str = "irprof_model"
     steps: int = 5
     warmup: int = 2
     timeout_s: float = 900.0
+    backend: str = "xla"  # xla, iree (IREE llvm-cpu on the same StableHLO) or both
 
 
 def capture_jax(
@@ -44,8 +52,10 @@ def capture_jax(
     script_path = Path(script)
     out_path = Path(out)
     check_capture_arguments(script_path, out_path, steps=options.steps, warmup=options.warmup)
+    IREE_PLAN.check(options.backend)
     label = model_label(script_path, out_path)
-    with staged_bundle(out_path) as staging:
+
+    def run_framework(folder: Path, steps: int, warmup: int) -> None:
         command = [
             sys.executable,
             "-m",
@@ -55,13 +65,25 @@ def capture_jax(
             "--entry",
             options.entry,
             "--steps",
-            str(options.steps),
+            str(steps),
             "--warmup",
-            str(options.warmup),
+            str(warmup),
             "--out",
-            str(staging),
+            str(folder),
             "--model-label",
             label,
         ]
         run_runner(command, script=script_path, framework="JAX", timeout_s=options.timeout_s)
+
+    with staged_bundle(out_path) as staging:
+        capture_with_backend(
+            IREE_PLAN,
+            options.backend,
+            staging,
+            run_framework,
+            iree_options(options.steps, options.warmup, options.timeout_s),
+            script=script_path,
+            out=out_path,
+            entry=options.entry,
+        )
     return RunBundle(out_path)

@@ -10,15 +10,21 @@ succeeded, so a failed capture never leaves a partial bundle. Bundle layout:
     RUN/ir/torch.fx.json       the exported program's call nodes: module stack, frames
     RUN/ir/linalg.mlir         the same module lowered to linalg on tensors (origins kept)
     RUN/trace/torch.pt.trace.json.gz   torch.profiler's Chrome trace, untouched
+
+`backend="iree"` / `"both"` compiles `ir/torch.mlir` with IREE (its own torch input pipeline)
+instead of / besides running eager PyTorch (`capture/iree_backend.py` gives the layout: the
+IREE run is its own bundle, RUN or RUN/iree).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from irprof.bundle import RunBundle
+from irprof.capture.iree_backend import BackendPlan, capture_with_backend, iree_options
 from irprof.capture.subprocess_run import (
     check_capture_arguments,
     model_label,
@@ -30,6 +36,9 @@ from irprof.errors import UsageError
 RUNNER_MODULE = "irprof.capture.torch_runner"
 LEVELS = ("torch", "linalg")
 DECOMPOSITIONS = ("default", "none")
+IREE_PLAN = BackendPlan(
+    framework="torch", native="torch", level="torch", what="torch-dialect MLIR of torch.export"
+)
 
 
 @dataclass(frozen=True)
@@ -43,6 +52,7 @@ class TorchCaptureOptions:
     decompose: str = "default"
     threads: int = 1
     timeout_s: float = 900.0
+    backend: str = "torch"  # torch (eager), iree (IREE llvm-cpu on ir/torch.mlir) or both
 
 
 def capture_torch(
@@ -53,9 +63,23 @@ def capture_torch(
     out_path = Path(out)
     _check_arguments(script_path, out_path, options)
     label = model_label(script_path, out_path)
-    with staged_bundle(out_path) as staging:
-        command = runner_command(script_path, staging, options, label)
+
+    def run_framework(folder: Path, steps: int, warmup: int) -> None:
+        run_options = dataclasses.replace(options, steps=steps, warmup=warmup)
+        command = runner_command(script_path, folder, run_options, label)
         run_runner(command, script=script_path, framework="torch", timeout_s=options.timeout_s)
+
+    with staged_bundle(out_path) as staging:
+        capture_with_backend(
+            IREE_PLAN,
+            options.backend,
+            staging,
+            run_framework,
+            iree_options(options.steps, options.warmup, options.timeout_s),
+            script=script_path,
+            out=out_path,
+            entry=options.entry,
+        )
     return RunBundle(out_path)
 
 
@@ -69,6 +93,7 @@ def _check_arguments(script: Path, out: Path, options: TorchCaptureOptions) -> N
         raise UsageError(f"--levels {','.join(options.levels)}: expected 'torch' or 'torch,linalg'")
     if options.decompose not in DECOMPOSITIONS:
         raise UsageError(f"--decompose {options.decompose!r}: expected default or none")
+    IREE_PLAN.check(options.backend)
 
 
 def runner_command(

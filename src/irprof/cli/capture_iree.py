@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from irprof.bundle import RunBundle
 from irprof.capture.iree import IreeCaptureOptions, capture_iree
 
 
@@ -40,13 +41,27 @@ def iree_command(
         inputs_npz=str(inputs_npz) if inputs_npz is not None else None,
         seed=seed,
     )
-    bundle = capture_iree(model, out, options)
+    typer.echo(describe_capture(capture_iree(model, out, options)))
+
+
+def describe_capture(bundle: RunBundle, side_files: str = "") -> str:
+    """One line per bundle written: RUN, and RUN/iree when the capture wrote one beside it."""
     manifest = bundle.manifest()
-    typer.echo(
-        f"wrote {bundle.root}: levels {', '.join(manifest.ir_levels)} "
-        f"(+ {len(manifest.options.get('executable_sources', []))} executable sources), "
-        f"{manifest.steps} profiled runs, trace {', '.join(manifest.trace_files)}"
-    )
+    if manifest.framework == "iree":
+        sources = manifest.options.get("executable_sources", [])
+        extra = f"{len(sources) if isinstance(sources, list) else 0} executable sources"
+        unit = "runs"
+    else:
+        extra, unit = side_files, "steps"
+    lines = [
+        f"wrote {bundle.root}: levels {', '.join(manifest.ir_levels)}"
+        + (f" (+ {extra})" if extra else "")
+        + f", {manifest.steps} profiled {unit}, trace {', '.join(manifest.trace_files)}"
+    ]
+    nested = manifest.options.get("iree_bundle")
+    if isinstance(nested, str):
+        lines.append(describe_capture(RunBundle(bundle.root / nested)))
+    return "\n".join(lines)
 
 
 def register(capture_app: typer.Typer) -> None:

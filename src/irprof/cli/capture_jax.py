@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from irprof.capture.jax import JaxCaptureOptions, capture_jax
+from irprof.cli.capture_iree import describe_capture
 
 
 def jax_command(
@@ -22,14 +23,18 @@ def jax_command(
     entry: Annotated[str, typer.Option(help="Entry function in the script.")] = "irprof_model",
     steps: Annotated[int, typer.Option(help="Profiled steps.")] = 5,
     warmup: Annotated[int, typer.Option(help="Unprofiled warm-up steps.")] = 2,
+    backend: Annotated[
+        str,
+        typer.Option(
+            help="xla: XLA:CPU under jax.profiler; iree: the same StableHLO compiled and "
+            "profiled by IREE llvm-cpu (RUN is an IREE bundle); both: XLA in RUN, IREE in RUN/iree."
+        ),
+    ] = "xla",
 ) -> None:
-    """Lower, compile and profile a jitted JAX function on XLA:CPU into a run bundle."""
-    bundle = capture_jax(script, out, JaxCaptureOptions(entry=entry, steps=steps, warmup=warmup))
-    manifest = bundle.manifest()
-    typer.echo(
-        f"wrote {bundle.root}: levels {', '.join(manifest.ir_levels)} (+ ir/hlo.txt), "
-        f"{manifest.steps} profiled steps, trace {', '.join(manifest.trace_files)}"
-    )
+    """Lower, compile and profile a jitted JAX function (XLA:CPU and/or IREE) into a run bundle."""
+    options = JaxCaptureOptions(entry=entry, steps=steps, warmup=warmup, backend=backend)
+    bundle = capture_jax(script, out, options)
+    typer.echo(describe_capture(bundle, side_files="ir/hlo.txt"))
 
 
 def register(capture_app: typer.Typer) -> None:

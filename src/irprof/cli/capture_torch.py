@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from irprof.capture.torch import TorchCaptureOptions, capture_torch
+from irprof.cli.capture_iree import describe_capture
 
 
 def torch_command(
@@ -28,6 +29,14 @@ def torch_command(
         str, typer.Option(help="default: torch's core ATen decompositions; none: keep ops whole.")
     ] = "default",
     threads: Annotated[int, typer.Option(help="torch intra-op threads while profiling.")] = 1,
+    backend: Annotated[
+        str,
+        typer.Option(
+            help="torch: eager PyTorch under torch.profiler; iree: ir/torch.mlir compiled and "
+            "profiled by IREE llvm-cpu (RUN is an IREE bundle); both: torch in RUN, IREE in "
+            "RUN/iree."
+        ),
+    ] = "torch",
 ) -> None:
     """Export, import (FX importer), lower and profile a PyTorch model into a run bundle."""
     options = TorchCaptureOptions(
@@ -37,13 +46,10 @@ def torch_command(
         levels=tuple(level.strip() for level in levels.split(",") if level.strip()),
         decompose=decompose,
         threads=threads,
+        backend=backend,
     )
     bundle = capture_torch(script, out, options)
-    manifest = bundle.manifest()
-    typer.echo(
-        f"wrote {bundle.root}: levels {', '.join(manifest.ir_levels)}, "
-        f"{manifest.steps} profiled steps, trace {', '.join(manifest.trace_files)}"
-    )
+    typer.echo(describe_capture(bundle))
 
 
 def register(capture_app: typer.Typer) -> None:
