@@ -24,6 +24,7 @@ COMMAND_MODULES = (
     "irprof.cli.report_cmd",
     "irprof.cli.export_cmd",
     "irprof.cli.diff_cmd",
+    "irprof.cli.dataset_cmd",
     "irprof.cli.demo_cmd",
 )
 
