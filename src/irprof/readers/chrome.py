@@ -143,14 +143,23 @@ class _Column:
         return np.frombuffer(self.values, dtype=self.dtype)
 
 
-class _FieldColumns:
-    """Accumulates the columns of the fields pass, one decoded chunk of events at a time."""
+class FieldColumns:
+    """Accumulates the columns of the fields pass, one decoded chunk of events at a time.
 
-    def __init__(self) -> None:
+    `interners` (pid, tid, cat, name) are shared by a streaming converter's segments, so that
+    ids stay the same over the whole file; by default each instance has its own.
+    """
+
+    def __init__(self, interners: tuple[Interner, Interner, Interner, Interner] | None = None):
         self.rows = 0
         self.phase = _Column(np.int8)
         self.ts_us, self.dur_us = _Column(np.float64), _Column(np.float64)
-        self.pid, self.tid, self.cat, self.name = Interner(), Interner(), Interner(), Interner()
+        self.pid, self.tid, self.cat, self.name = interners or (
+            Interner(),
+            Interner(),
+            Interner(),
+            Interner(),
+        )
         self.pid_ids, self.tid_ids = _Column(np.int64), _Column(np.int64)
         self.cat_ids, self.name_ids = _Column(np.int64), _Column(np.int64)
         self.args_text = io.BytesIO()  # every event's raw args, back to back in file order
@@ -225,7 +234,7 @@ _ts, _dur, _args = attrgetter("ts"), attrgetter("dur"), attrgetter("args")
 
 def _shape_columns(text: EventText, base_ns: int, warnings: list[str]) -> _Shape:
     """Decode the fields pass chunk by chunk into numpy columns."""
-    columns = _FieldColumns()
+    columns = FieldColumns()
     for events in text.event_fields():
         columns.add(events)
     phase = columns.phase.array()
@@ -351,14 +360,15 @@ def _read_events(path: Path, text: EventText, notes: list[str]) -> Trace:
         args_offsets=offsets,
         args_blob=blob,
         flows=flows,
-        metadata=_metadata(path, text.fields, base_ns, sort_index),
+        metadata=trace_metadata(path, text.fields, base_ns, sort_index),
         warnings=tuple(warnings),
     )
 
 
-def _metadata(
+def trace_metadata(
     path: Path, fields: dict[str, Any], base_ns: int, sort_index: dict[str, Any]
 ) -> dict[str, Any]:
+    """`Trace.metadata` of a Chrome trace: its small top-level fields, base time, sort indices."""
     small = {
         key: value
         for key, value in fields.items()

@@ -76,7 +76,9 @@ def base_time_ns(path: Path, value: object) -> int:
     return value
 
 
-def _first_bad(path: Path, bad: npt.NDArray[np.bool_], values: F64, field: str, why: str) -> None:
+def _first_bad(
+    path: Path, bad: npt.NDArray[np.bool_], values: F64, field: str, why: str, first_row: int
+) -> None:
     rows = np.nonzero(bad)[0]
     if len(rows):
         row = int(rows[0])
@@ -84,12 +86,13 @@ def _first_bad(path: Path, bad: npt.NDArray[np.bool_], values: F64, field: str, 
         raise TraceFormatError(
             path,
             f"{field} = {float(values[row])!r} us {why}{more}",
-            where=f"traceEvents[{row}] field '{field}'",
+            where=f"traceEvents[{row + first_row}] field '{field}'",
         )
 
 
-def check_times(path: Path, ts_us: F64, dur_us: F64, base_ns: int) -> None:
-    """Refuse times that int64 nanoseconds cannot hold (`ts`, `dur`, `ts + dur`, with the base)."""
+def check_times(path: Path, ts_us: F64, dur_us: F64, base_ns: int, first_row: int = 0) -> None:
+    """Refuse times that int64 nanoseconds cannot hold (`ts`, `dur`, `ts + dur`, with the base);
+    `first_row` is the index in `traceEvents` of the first value (a streamed part's offset)."""
     with np.errstate(invalid="ignore", over="ignore"):
         ts_abs = np.abs(ts_us * 1000.0 + base_ns)
         _first_bad(
@@ -98,6 +101,7 @@ def check_times(path: Path, ts_us: F64, dur_us: F64, base_ns: int) -> None:
             ts_us,
             "ts",
             "is not a finite time within int64 nanoseconds (|ts| < 4.6e15 us with the base)",
+            first_row,
         )
         _first_bad(
             path,
@@ -105,6 +109,7 @@ def check_times(path: Path, ts_us: F64, dur_us: F64, base_ns: int) -> None:
             dur_us,
             "dur",
             "is not a finite duration within int64 nanoseconds (< 4.6e15 us)",
+            first_row,
         )
         _first_bad(
             path,
@@ -112,6 +117,7 @@ def check_times(path: Path, ts_us: F64, dur_us: F64, base_ns: int) -> None:
             dur_us,
             "dur",
             "makes the event end beyond int64 nanoseconds",
+            first_row,
         )
 
 

@@ -56,10 +56,10 @@ class _ExactTime(msgspec.Struct, gc=False):
     ts: msgspec.Raw = msgspec.Raw(b"0")
 
 
-_decode_top = msgspec.json.Decoder(
+decode_top = msgspec.json.Decoder(
     dict[str, msgspec.Raw] | list[msgspec.Raw] | str | float | bool | None
 )
-_decode_fields = msgspec.json.Decoder(list[EventFields])
+decode_fields = msgspec.json.Decoder(list[EventFields])
 _decode_exact_times = msgspec.json.Decoder(list[_ExactTime])
 decode_any = msgspec.json.Decoder()
 
@@ -71,8 +71,8 @@ CHUNK_BYTES = 1 << 18
 # msgspec decodes nested JSON recursively and raises RecursionError past about this depth.
 MAX_JSON_DEPTH = 1000
 # A possible boundary between two array elements: the end of an object and the next comma.
-_TRACE_EVENTS_KEY = re.compile(rb'"traceEvents"[ \t\r\n]*:[ \t\r\n]*\[')
-_EVENT_END = re.compile(rb"\}[ \t\r\n]*,[ \t\r\n]*")
+TRACE_EVENTS_KEY = re.compile(rb'"traceEvents"[ \t\r\n]*:[ \t\r\n]*\[')
+EVENT_END = re.compile(rb"\}[ \t\r\n]*,[ \t\r\n]*")
 
 
 @dataclass(frozen=True)
@@ -91,7 +91,7 @@ class EventText:
         view = memoryview(self.events)
         body = _array_body(view)
         if body is None:
-            yield self._decode(_decode_fields)  # not an array: the whole decode says why
+            yield self._decode(decode_fields)  # not an array: the whole decode says why
             return
         start, stop = body
         index = 0
@@ -109,10 +109,10 @@ class EventText:
         while start < stop:
             cursor = start
             while True:
-                found = _EVENT_END.search(view, cursor, stop)
+                found = EVENT_END.search(view, cursor, stop)
                 end, resume = (stop, stop) if found is None else (found.start() + 1, found.end())
                 try:
-                    _decode_fields.decode(b"".join((b"[", view[start:end], b"]")))
+                    decode_fields.decode(b"".join((b"[", view[start:end], b"]")))
                     break
                 except RecursionError:
                     return TraceFormatError(
@@ -143,18 +143,18 @@ class EventText:
         """
         reach = CHUNK_BYTES
         while True:
-            found = _EVENT_END.search(view, start + reach, stop) if start + reach < stop else None
+            found = EVENT_END.search(view, start + reach, stop) if start + reach < stop else None
             if found is None or found.end() >= stop:  # none, or a trailing comma: keep it in
                 end, resume = stop, stop
             else:
                 end, resume = found.start() + 1, found.end()
             try:
-                return _decode_fields.decode(b"".join((b"[", view[start:end], b"]"))), resume
+                return decode_fields.decode(b"".join((b"[", view[start:end], b"]"))), resume
             except msgspec.DecodeError:
                 if end == stop:
                     if self.speculative:
                         raise SpanMismatch(self.path) from None
-                    self._decode(_decode_fields)
+                    self._decode(decode_fields)
                     raise TraceFormatError(self.path, "not a Chrome trace event list") from None
             reach = max(2 * reach, end - start + 1)
 
@@ -167,7 +167,7 @@ class EventText:
         try:
             return decoder.decode(self.events)
         except msgspec.ValidationError as exc:
-            raise _validation_error(self.path, exc) from exc
+            raise validation_error(self.path, exc) from exc
         except msgspec.DecodeError as exc:
             raise TraceFormatError(self.path, f"not valid JSON: {exc}") from exc
 
@@ -175,13 +175,17 @@ class EventText:
 _VALIDATION_PLACE = re.compile(r"^(?P<problem>.*) - at `\$\[(?P<index>\d+)\]\.?(?P<field>[^`]*)`$")
 
 
-def _validation_error(path: Path, exc: msgspec.ValidationError) -> TraceFormatError:
-    """msgspec's "Expected `float`, got `str` - at `$[5].ts`" as the event index and field."""
+def validation_error(
+    path: Path, exc: msgspec.ValidationError, first_index: int = 0
+) -> TraceFormatError:
+    """msgspec's "Expected `float`, got `str` - at `$[5].ts`" as the event index and field
+    (`first_index`: the index in `traceEvents` of the decoded list's first event)."""
     found = _VALIDATION_PLACE.match(str(exc))
     if found is None:
         return TraceFormatError(path, f"not a Chrome trace event list: {exc}")
     field = found["field"]
-    where = f"traceEvents[{found['index']}]" + (f" field {field!r}" if field else "")
+    index = int(found["index"]) + first_index
+    where = f"traceEvents[{index}]" + (f" field {field!r}" if field else "")
     return TraceFormatError(
         path, f"{found['problem']} (see the Chrome trace event format)", where=where
     )
@@ -203,7 +207,7 @@ def locate_events(path: Path, data: bytes, *, exact: bool = False) -> EventText:
     if guessed is not None:
         return guessed
     try:
-        top = _decode_top.decode(data)
+        top = decode_top.decode(data)
     except msgspec.DecodeError as exc:
         raise TraceFormatError(path, f"not valid JSON: {exc}") from exc
     if not isinstance(top, dict) or "traceEvents" not in top:
@@ -225,14 +229,14 @@ def _locate_by_key(path: Path, data: bytes) -> EventText | None:
     `SpanMismatch`, and the reader starts again from an exact parse), so a wrong guess costs
     time, never a wrong trace. Saves a whole-file scan: Kineto puts only small fields after it.
     """
-    key = _TRACE_EVENTS_KEY.search(data)
+    key = TRACE_EVENTS_KEY.search(data)
     stop = data.rfind(b"]")
     if key is None or stop < key.end():
         return None
     start = key.end() - 1
     marker = b'"irprof-events-' + uuid.uuid4().hex.encode() + b'"'
     try:
-        top = _decode_top.decode(data[:start] + marker + data[stop + 1 :])
+        top = decode_top.decode(data[:start] + marker + data[stop + 1 :])
     except msgspec.DecodeError:
         return None
     if not isinstance(top, dict) or bytes(top.pop("traceEvents", b"")) != marker:

@@ -87,6 +87,11 @@ def bind_flows(
             points.ts_ns[mine],
             points.bind_enclosing[mine],
         )
+    return link_flows(points, bound)
+
+
+def link_flows(points: FlowPoints, bound: I64) -> tuple[Flows, int]:
+    """Flow links from the slice row each point bound to (-1: none), and how many found none."""
     # Chrome orders a flow's points by time; file order breaks ties (s before f at one instant).
     # Unbound points are skipped; a flow end closes its chain, so a later point with the same
     # key starts a new one.

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import itertools
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,32 +32,52 @@ KIND_LABELS = [kind.label for kind in sorted(EventKind)]
 
 def _header(trace: Trace) -> dict[str, Any]:
     """Everything but the per-event columns, as plain JSON data."""
+    return trace_header(
+        trace.strings,
+        trace.tracks,
+        trace.flows,
+        trace.metadata,
+        trace.warnings,
+        trace.hlo_programs,
+    )
+
+
+def trace_header(
+    strings: Sequence[str],
+    tracks: Tracks,
+    flows: Flows,
+    metadata: dict[str, Any],
+    warnings: Sequence[str],
+    hlo_programs: Sequence[HloProgram] = (),
+) -> dict[str, Any]:
+    """The header of a saved trace from its parts (a streaming writer knows them only at the
+    end): string table, tracks, flows, metadata and warnings as plain JSON data."""
     return {
         "format": EVENTS_FORMAT,
         "version": EVENTS_VERSION,
         "kind_labels": KIND_LABELS,
-        "strings": list(trace.strings),
+        "strings": list(strings),
         "tracks": {
-            "process": list(trace.tracks.process),
-            "thread": list(trace.tracks.thread),
-            "pid": list(trace.tracks.pid),
-            "tid": list(trace.tracks.tid),
+            "process": list(tracks.process),
+            "thread": list(tracks.thread),
+            "pid": list(tracks.pid),
+            "tid": list(tracks.tid),
         },
         "flows": {
-            "src": trace.flows.src.tolist(),
-            "dst": trace.flows.dst.tolist(),
-            "flow_id": trace.flows.flow_id.tolist(),
+            "src": flows.src.tolist(),
+            "dst": flows.dst.tolist(),
+            "flow_id": flows.flow_id.tolist(),
         },
-        "metadata": trace.metadata,
+        "metadata": metadata,
         "hlo_programs": [
             {
                 "program_id": program.program_id,
                 "name": program.name,
                 "proto_base64": base64.b64encode(program.proto).decode("ascii"),
             }
-            for program in trace.hlo_programs
+            for program in hlo_programs
         ],
-        "warnings": list(trace.warnings),
+        "warnings": list(warnings),
     }
 
 
@@ -195,33 +216,54 @@ def load_events_json(path: str | Path) -> Trace:
     return _trace_from_header(source, document, columns, offsets, blob)
 
 
-def trace_to_arrow(trace: Trace) -> pa.Table:
-    """The events as an Arrow table (name and kind dictionary-encoded, args as JSON strings)."""
+def args_array(offsets: Any, blob: bytes) -> pa.Array:
+    """Per-event argument JSON as a large-string array over the blob (null where none)."""
     import pyarrow as pa
 
-    offsets = trace.args_offsets
     has_args = offsets[1:] > offsets[:-1]
     validity = pa.array(has_args).buffers()[1] if not has_args.all() else None
-    args = pa.Array.from_buffers(
+    return pa.Array.from_buffers(
         pa.large_string(),
-        len(trace),
-        [validity, pa.py_buffer(offsets.tobytes()), pa.py_buffer(trace.args_blob)],
+        len(offsets) - 1,
+        [validity, pa.py_buffer(np.ascontiguousarray(offsets).tobytes()), pa.py_buffer(blob)],
     )
+
+
+def events_table(
+    ts_ns: Any, dur_ns: Any, track: Any, name: Any, strings: Sequence[str], kind: Any, args: Any
+) -> pa.Table:
+    """The Arrow table of event columns: `name` codes into `strings` and `kind` codes
+    dictionary-encoded, `args` a large-string array (see `args_array`)."""
+    import pyarrow as pa
+
     names = pa.DictionaryArray.from_arrays(
-        pa.array(trace.name, type=pa.int32()), pa.array(list(trace.strings), type=pa.string())
+        pa.array(name, type=pa.int32()), pa.array(list(strings), type=pa.string())
     )
     kinds = pa.DictionaryArray.from_arrays(
-        pa.array(trace.kind, type=pa.int8()), pa.array(KIND_LABELS, type=pa.string())
+        pa.array(kind, type=pa.int8()), pa.array(KIND_LABELS, type=pa.string())
     )
-    table = pa.table(
+    return pa.table(
         {
-            "ts_ns": pa.array(trace.ts_ns, type=pa.int64()),
-            "dur_ns": pa.array(trace.dur_ns, type=pa.int64()),
-            "track": pa.array(trace.track, type=pa.int32()),
+            "ts_ns": pa.array(ts_ns, type=pa.int64()),
+            "dur_ns": pa.array(dur_ns, type=pa.int64()),
+            "track": pa.array(track, type=pa.int32()),
             "name": names,
             "kind": kinds,
             "args": args,
         }
+    )
+
+
+def trace_to_arrow(trace: Trace) -> pa.Table:
+    """The events as an Arrow table (name and kind dictionary-encoded, args as JSON strings)."""
+    table = events_table(
+        trace.ts_ns,
+        trace.dur_ns,
+        trace.track,
+        trace.name,
+        trace.strings,
+        trace.kind,
+        args_array(trace.args_offsets, trace.args_blob),
     )
     header = msgspec.json.encode(_header(trace))
     return table.replace_schema_metadata({PARQUET_METADATA_KEY: header})
@@ -247,23 +289,68 @@ def _dictionary_codes(column: pa.ChunkedArray, table_values: list[str]) -> Any:
     return np.concatenate(codes) if codes else np.zeros(0, np.int64)
 
 
-def load_parquet(path: str | Path) -> Trace:
-    """Read a Parquet file written by `save_parquet` back into a Trace."""
+def _parquet_file(source: Path) -> Any:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    source = Path(path)
     try:
-        table = pq.read_table(source)
+        # A header holds every flow and string of the trace: allow footers past Thrift's 100 MB.
+        return pq.ParquetFile(
+            source, thrift_string_size_limit=(1 << 31) - 1, thrift_container_size_limit=1 << 28
+        )
     except (pa.ArrowInvalid, OSError) as exc:
         raise TraceFormatError(source, f"not a readable Parquet file: {exc}") from exc
-    metadata = table.schema.metadata or {}
+
+
+def parquet_header(path: str | Path) -> dict[str, Any]:
+    """The irprof header of a Parquet trace (strings, tracks, flows, metadata, warnings), read
+    from the file's footer without reading any event."""
+    source = Path(path)
+    return msgspec.structs.asdict(_read_header(source, _parquet_file(source)))
+
+
+def _read_header(source: Path, parquet: Any) -> _Header:
+    # The footer's key-value metadata: `save_parquet` puts the header there through the schema,
+    # the streaming writer (`parquet_stream`) directly, once the whole trace has been seen.
+    metadata = parquet.metadata.metadata or {}
     if PARQUET_METADATA_KEY not in metadata:
-        raise TraceFormatError(source, "Parquet file has no irprof header in its schema metadata")
+        raise TraceFormatError(source, "Parquet file has no irprof header in its metadata")
     try:
-        header = msgspec.json.decode(metadata[PARQUET_METADATA_KEY], type=_Header)
+        return msgspec.json.decode(metadata[PARQUET_METADATA_KEY], type=_Header)
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
         raise TraceFormatError(source, f"corrupt irprof header: {exc}") from exc
+
+
+def load_parquet(path: str | Path, *, args: bool = True) -> Trace:
+    """Read a Parquet file written by `save_parquet` (or streamed by `trace convert`) back into
+    a Trace; `args=False` leaves every event's arguments out (a fraction of the memory)."""
+    import pyarrow as pa
+
+    source = Path(path)
+    parquet = _parquet_file(source)
+    header = _read_header(source, parquet)
+    columns = ["ts_ns", "dur_ns", "track", "name", "kind"] + (["args"] if args else [])
+    try:
+        table = parquet.read(columns=columns)
+    except (pa.ArrowInvalid, OSError, KeyError) as exc:
+        raise TraceFormatError(source, f"not a readable Parquet trace: {exc}") from exc
+    if not args:
+        empty = np.zeros(table.num_rows + 1, dtype=np.int64)
+        return _trace_from_header(source, header, _event_columns(table, header), empty, b"")
+    return _trace_from_args(source, header, table)
+
+
+def _event_columns(table: pa.Table, header: _Header) -> dict[str, Any]:
+    return {
+        "ts_ns": table.column("ts_ns").to_numpy(),
+        "dur_ns": table.column("dur_ns").to_numpy(),
+        "track": table.column("track").to_numpy(),
+        "name": _dictionary_codes(table.column("name"), header.strings),
+        "kind": _dictionary_codes(table.column("kind"), header.kind_labels),
+    }
+
+
+def _trace_from_args(source: Path, header: _Header, table: pa.Table) -> Trace:
     args = table.column("args").combine_chunks()
     value_offsets = np.frombuffer(args.buffers()[1], dtype=np.int64)[
         args.offset : args.offset + len(args) + 1
@@ -273,14 +360,7 @@ def load_parquet(path: str | Path) -> Trace:
     offsets = value_offsets - (value_offsets[0] if len(value_offsets) else 0)
     if len(offsets) == 0:
         offsets = np.zeros(1, dtype=np.int64)
-    columns = {
-        "ts_ns": table.column("ts_ns").to_numpy(),
-        "dur_ns": table.column("dur_ns").to_numpy(),
-        "track": table.column("track").to_numpy(),
-        "name": _dictionary_codes(table.column("name"), header.strings),
-        "kind": _dictionary_codes(table.column("kind"), header.kind_labels),
-    }
-    return _trace_from_header(source, header, columns, offsets, blob)
+    return _trace_from_header(source, header, _event_columns(table, header), offsets, blob)
 
 
 def traces_equal(left: Trace, right: Trace) -> bool:
