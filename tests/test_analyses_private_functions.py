@@ -62,7 +62,7 @@ def test_mlp_relu_max_is_named_and_placed_by_its_call(
 ) -> None:
     _, loaded = jax_runs["mlp_run"]
     profiled = loaded.profiled
-    rows = {row.op_index: row for row in hotspots(profiled.ops).rows}
+    rows = {row.op_index: row for row in hotspots(profiled.ops, expand_groups=True).rows}
     for function in ("relu", "relu_0"):
         (call,) = [op for op in profiled.ops if op.callee == function]
         (maximum,) = [
@@ -87,7 +87,7 @@ def test_function_called_twice_says_so_and_points_at_the_first_call(
     assert first_call != second_call
     layer_norm_rows = [
         row
-        for row in hotspots(profiled.ops).rows
+        for row in hotspots(profiled.ops, expand_groups=True).rows
         if profiled.ops[row.op_index].function == "layer_norm"
     ]
     assert layer_norm_rows
@@ -117,7 +117,7 @@ def test_top_prints_the_call_qualified_names(
 ) -> None:
     bundle, _ = jax_runs["mlp_run"]
     monkeypatch.setenv("COLUMNS", "200")  # names fold at narrower widths
-    assert main(["top", str(bundle.root), "-n", "30"]) == 0
+    assert main(["top", str(bundle.root), "-n", "30", "--expand-groups"]) == 0
     out = capsys.readouterr().out
     assert "jit(mlp)/jit(relu)/max" in out
     assert "'max'" not in out

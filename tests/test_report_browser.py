@@ -126,6 +126,7 @@ def test_report_loads_clicks_and_searches(browser: Any, tf_bundle: RunBundle) ->
 def test_private_function_op_panel_names_the_call(browser: Any, jax_bundle: RunBundle) -> None:
     page, problems = open_report(browser, jax_bundle)
     page.click("nav button[data-tab=hotspots]")
+    page.check("#expand-groups")  # relu's max is a member of an XLA fusion: one row per op
     page.fill("#hotspot-filter", "jit(relu)/max")
     rows = page.locator("#hotspot-table tbody tr")
     assert rows.count() >= 2  # relu is called twice
@@ -225,6 +226,15 @@ def test_tables_sort_hottest_first_and_toggle_on_click(
     assert _first_cell(page, "#hotspot-table") == coolest["tf"]
     time_header.click()
     assert _first_cell(page, "#hotspot-table") == hottest["tf"]
+    # WHEN groups are expanded, every op is a row and estimated shares are marked "~"
+    expanded = {level.annotated.level: level.by_op_expanded.rows for level in data.levels}
+    page.check("#expand-groups")
+    assert page.locator("#hotspot-table tbody tr").count() == len(expanded["tf"])
+    estimated = [row for row in expanded["tf"] if row.estimated_ns]
+    times = page.locator("#hotspot-table tbody td.num").all_inner_texts()
+    assert (not estimated) or any(text.startswith("~") for text in times)
+    page.uncheck("#expand-groups")
+    assert page.locator("#hotspot-table tbody tr").count() == len(by_op["tf"])
     # WHEN another level is chosen, the tables show that level's ops
     page.select_option("#level-select", index=1)
     assert _first_cell(page, "#hotspot-table") == hottest["tf-standard"]

@@ -46,9 +46,13 @@ def _relu_max_ops(level: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def test_hotspot_rows_carry_call_qualified_names(mlp_level: dict[str, Any]) -> None:
-    keys = [row["key"] for row in mlp_level["by_op"]["rows"]]
+    keys = [row["key"] for row in mlp_level["by_op_expanded"]["rows"]]
     assert any(key.startswith("jit(mlp)/jit(relu)/max") for key in keys), keys
     assert not [key for key in keys if BARE.match(key.split("#")[0])], keys
+    # Collapsed, the relu max is a member of an XLA fusion row named after its hottest op.
+    grouped = [row for row in mlp_level["by_op"]["rows"] if row["group"]]
+    assert grouped and all(" +" in row["key"] or row["estimated_ns"] for row in grouped)
+    assert not [r["key"] for r in mlp_level["by_op"]["rows"] if BARE.match(r["key"].split("#")[0])]
 
 
 def test_op_details_name_the_call_and_keep_the_ir_name(mlp_level: dict[str, Any]) -> None:

@@ -155,6 +155,11 @@ def _collapsed_rows(groups: dict[str, list[ProfiledOp]]) -> list[HotspotRow]:
             rows.append(_merge(key, members, single=True))
     for group, members in by_group.items():
         hottest = max(members, key=lambda op: op.total_ns)
+        if len(members) == 1:
+            # The other members are not rows here (trivial, inclusive or at another level):
+            # the op keeps its own name, and its time stays marked as an estimated share.
+            rows.append(_merge(_op_key(hottest), members, single=True, group=group))
+            continue
         label = f"{_op_key(hottest).rpartition('#')[0]} +{len(members) - 1} ops"
         rows.append(_merge(f"{label}#{hottest.index}", members, single=False, group=group))
     return rows

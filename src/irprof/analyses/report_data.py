@@ -64,7 +64,8 @@ class LevelReport:
     """One annotated IR level: its tables, graph, coverage and op texts."""
 
     annotated: AnnotatedLevel
-    by_op: HotspotTable
+    by_op: HotspotTable  # a fused kernel or decomposed call is one row (its measured time)
+    by_op_expanded: HotspotTable  # every op its own row; shares of a group are estimates
     by_type: HotspotTable
     by_scope: HotspotTable
     graph: OpGraph | None
@@ -141,6 +142,7 @@ def _level_report(
     return LevelReport(
         annotated=level,
         by_op=hotspots(ops, by="op", profiled_ns=profiled_ns),
+        by_op_expanded=hotspots(ops, by="op", profiled_ns=profiled_ns, expand_groups=True),
         by_type=hotspots(ops, by="type", profiled_ns=profiled_ns),
         by_scope=hotspots(ops, by="scope", profiled_ns=profiled_ns),
         graph=graph,

@@ -40,6 +40,8 @@ def _table(table: HotspotTable, limit: int = HOTSPOT_ROWS) -> dict[str, Any]:
                 "fused_with": list(row.fused_with),
                 "location": row.location,
                 "op_index": row.op_index,
+                "group": row.group,
+                "estimated_ns": row.estimated_ns,
             }
             for row in table.rows[:limit]
         ],
@@ -76,6 +78,7 @@ def _coverage(coverage: Coverage | None) -> dict[str, Any] | None:
 def _level(report: LevelReport, framework: str) -> dict[str, Any]:
     profiled = report.annotated.profiled
     shown = {row["op_index"] for row in _table(report.by_op)["rows"]}
+    shown |= {row["op_index"] for row in _table(report.by_op_expanded)["rows"]}
     shown |= set(report.ir_texts)
     return {
         "level": report.annotated.level,
@@ -85,6 +88,7 @@ def _level(report: LevelReport, framework: str) -> dict[str, Any]:
         "ops_annotated": len(profiled.annotated),
         "summary": profiled.summary,
         "by_op": _table(report.by_op),
+        "by_op_expanded": _table(report.by_op_expanded),
         "by_type": _table(report.by_type),
         "by_scope": _table(report.by_scope),
         "ops": {

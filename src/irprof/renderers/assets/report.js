@@ -4,7 +4,7 @@
 (function () {
   var DATA = JSON.parse(document.getElementById("irprof-data").textContent);
   var app = document.getElementById("app");
-  var state = { level: 0, tab: "summary" };
+  var state = { level: 0, tab: "summary", expandGroups: false };
 
   function el(tag, props, children) {
     var node = document.createElement(tag);
@@ -166,8 +166,9 @@
     ];
     if (by !== "type") cols.push({ key: "op_name", title: "kind", cls: "mono" });
     cols = cols.concat([
-      { key: "total_ns", title: "time", num: true, fmt: function (r) { return fmtNs(r.total_ns); }, sortKey: function (r) { return r.total_ns; },
-        render: function (r) { return el("span", {}, [el("span", { cls: "bar", style: "width:" + Math.round(60 * r.share / maxShare) + "px" }), fmtNs(r.total_ns)]); } },
+      // "~": part of the time is an estimated share of a group's measured time.
+      { key: "total_ns", title: "time", num: true, fmt: function (r) { return (r.estimated_ns ? "~" : "") + fmtNs(r.total_ns); }, sortKey: function (r) { return r.total_ns; },
+        render: function (r) { return el("span", { title: r.estimated_ns ? "estimated share of a measured group: " + fmtNs(r.estimated_ns) : "" }, [el("span", { cls: "bar", style: "width:" + Math.round(60 * r.share / maxShare) + "px" }), (r.estimated_ns ? "~" : "") + fmtNs(r.total_ns)]); } },
       { key: "share", title: "share", num: true, fmt: function (r) { return fmtShare(r.share); } },
       { key: "count", title: "count", num: true },
       { key: "mean_ns", title: "mean", num: true, fmt: function (r) { return fmtNs(r.mean_ns); }, sortKey: function (r) { return r.mean_ns; } },
@@ -212,13 +213,22 @@
 
   function hotspotsTab() {
     var lv = level();
+    // Groups (a fused kernel, a decomposed call) are one measured row unless expanded.
+    var rowsOf = state.expandGroups ? lv.by_op_expanded : lv.by_op;
     var details = el("div", { cls: "details", id: "op-details" }, [el("p", { cls: "muted", text: "Click a row to see the op's IR with its annotation." })]);
     var counter = el("span", { cls: "muted" });
-    var table = dataTable(hotspotColumns("op"), lv.by_op.rows, { sortKey: "total_ns", counter: counter, onRow: function (r) { opDetails(details, r.op_index); } });
+    var table = dataTable(hotspotColumns("op"), rowsOf.rows, { sortKey: "total_ns", counter: counter, onRow: function (r) {
+      // A group row opens its hottest member, headed by what the row stands for.
+      var group = r.group && r.ops > 1 ? [["group", r.key + ": " + r.ops + " ops share " + fmtNs(r.total_ns) + " measured"]] : undefined;
+      opDetails(details, r.op_index, group);
+    } });
     table.id = "hotspot-table";
     var filter = el("input", { type: "search", id: "hotspot-filter", placeholder: "filter ops, kinds, kernels, locations", oninput: function (ev) { table.setFilter(ev.target.value); } });
-    var note = lv.by_op.rows_total > lv.by_op.rows.length ? " (top " + lv.by_op.rows.length + " of " + lv.by_op.rows_total + " embedded)" : "";
-    return [el("div", { cls: "toolbar" }, [filter, counter, el("span", { cls: "muted", text: fmtNs(lv.by_op.total_ns) + " attributed" + note })]), table, details];
+    var expand = el("input", { type: "checkbox", id: "expand-groups", onchange: function (ev) { state.expandGroups = ev.target.checked; render(); } });
+    expand.checked = !!state.expandGroups;
+    var toggle = el("label", { cls: "muted", title: "one row per op; the time of an op sharing a measured group is an estimated share (~)" }, [expand, " expand groups"]);
+    var note = rowsOf.rows_total > rowsOf.rows.length ? " (top " + rowsOf.rows.length + " of " + rowsOf.rows_total + " embedded)" : "";
+    return [el("div", { cls: "toolbar" }, [filter, toggle, counter, el("span", { cls: "muted", text: fmtNs(rowsOf.total_ns) + " attributed" + note })]), table, details];
   }
 
   function rollupsTab() {
