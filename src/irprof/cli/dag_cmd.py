@@ -1,4 +1,4 @@
-"""`irprof dag TRACE -o dag.json [--graphml F] [--dot F] [--svg F]`: the event DAG."""
+"""`irprof dag TRACE|RUN -o dag.json [--graphml F] [--dot F] [--svg F] [--critical-path]`."""
 
 from __future__ import annotations
 
@@ -8,19 +8,28 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from irprof.analyses.critical_path import CriticalPath, critical_path
+from irprof.analyses.trace_export import load_trace_export
+from irprof.bundle import RunBundle
 from irprof.errors import UsageError
 from irprof.event_dag.export import save_dag_json, save_graphml
-from irprof.event_dag.model import DAG_MODES, DagFilter, build_event_dag
+from irprof.event_dag.model import DAG_MODES, DagFilter, EventDag, build_event_dag
 from irprof.fileio import write_bytes_atomic
 from irprof.readers import get_all_readers, read_trace
+from irprof.renderers.critical_path_table import critical_path_table
 from irprof.renderers.dag_dot import DagDotRenderer
 from irprof.renderers.dag_svg import DagSvgRenderer
+from irprof.trace.model import Trace
 
 
 def dag(
     trace_path: Annotated[
         Path,
-        typer.Argument(metavar="TRACE", help="Trace file (.xplane.pb, .json[.gz]) or its dir."),
+        typer.Argument(
+            metavar="TRACE",
+            help="Trace file (.xplane.pb, .json[.gz]), its dir, or a run bundle (its trace; "
+            "when annotated, the critical path names IR ops).",
+        ),
     ],
     output: Annotated[Path, typer.Option("-o", "--output", help="dag.json to write.")],
     graphml: Annotated[Path | None, typer.Option("--graphml", help="Also write GraphML.")] = None,
@@ -47,6 +56,16 @@ def dag(
         str | None,
         typer.Option("--format", help="Reader to use instead of detecting it from the content."),
     ] = None,
+    show_critical_path: Annotated[
+        bool,
+        typer.Option(
+            "--critical-path", help="List a step's critical path and highlight it in DOT/SVG."
+        ),
+    ] = False,
+    step: Annotated[
+        int | None,
+        typer.Option("--step", help="Step of the critical path (default: the longest)."),
+    ] = None,
 ) -> None:
     """Build the event DAG of a trace and write dag.json (+ GraphML, DOT, SVG)."""
     if mode not in DAG_MODES:
@@ -56,13 +75,21 @@ def dag(
     if format_name is not None and format_name not in get_all_readers():
         known = ", ".join(get_all_readers().names())
         raise UsageError(f"--format {format_name!r}: expected one of {known}")
-    trace = read_trace(trace_path, format_name)
+    if step is not None and not show_critical_path:
+        raise UsageError("--step chooses the step of --critical-path; pass both")
+    bundle = RunBundle(trace_path)
+    trace = bundle.trace() if bundle.is_bundle() and format_name is None else None
+    trace = trace or read_trace(trace_path, format_name)
     event_dag = build_event_dag(trace, mode, DagFilter(min_dur_ns, track, name))
     if len(event_dag) == 0:
         raise UsageError(f"{trace_path}: no event passes the filters; nothing to write")
+    path = _critical_path(bundle, trace, event_dag, step) if show_critical_path else None
+    highlight = path.nodes if path is not None else ()
     # Render everything before writing anything, so a failure leaves no partial set of files.
-    svg_bytes = DagSvgRenderer(max_nodes=max_svg_nodes).render(event_dag) if svg else None
-    dot_bytes = DagDotRenderer(max_nodes=max_svg_nodes).render(event_dag) if dot else None
+    svg_renderer = DagSvgRenderer(max_nodes=max_svg_nodes, highlight=highlight)
+    svg_bytes = svg_renderer.render(event_dag) if svg else None
+    dot_renderer = DagDotRenderer(max_nodes=max_svg_nodes, highlight=highlight)
+    dot_bytes = dot_renderer.render(event_dag) if dot else None
     save_dag_json(event_dag, output)
     written = [output]
     if graphml is not None:
@@ -81,6 +108,19 @@ def dag(
     )
     for note in event_dag.notes:
         console.print(f"[yellow]note:[/] {note}")
+    if path is not None:
+        console.print(critical_path_table(path))
+
+
+def _critical_path(
+    bundle: RunBundle, trace: Trace, event_dag: EventDag, step: int | None
+) -> CriticalPath:
+    """The critical path, naming IR ops when `bundle` is an annotated run of this trace."""
+    ops: dict[str, tuple[str, ...]] = {}
+    if bundle.is_bundle() and bundle.annotated_levels() and trace is bundle.trace():
+        refs = load_trace_export(bundle).ops_by_event_name()
+        ops = {name: tuple(f"{r.level}: {r.name}" for r in found) for name, found in refs.items()}
+    return critical_path(event_dag, step=step, ops_by_event=ops)
 
 
 def register(app: typer.Typer) -> None:

@@ -7,6 +7,7 @@ run survives) and the legend says how many were left out.
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +26,7 @@ DEFAULT_MAX_NODES = 2000
 LABEL_CHARS = 28
 EDGE_STYLES = {"nest": "solid", "sequence": "dashed", "flow": "bold", "level": "solid"}
 LEGEND_STOPS = 6
+PATH_COLOR = "#1f6feb"  # blue: apart from every colour of the duration maps
 
 
 def short_label(name: str, limit: int = LABEL_CHARS) -> str:
@@ -46,21 +48,29 @@ def _scale(dur: I64) -> tuple[F64, float, float]:
 
 
 def render_dag_dot(
-    dag: EventDag, max_nodes: int = DEFAULT_MAX_NODES, colormap: str = "inferno"
+    dag: EventDag,
+    max_nodes: int = DEFAULT_MAX_NODES,
+    colormap: str = "inferno",
+    highlight: tuple[int, ...] = (),
 ) -> str:
-    """DOT text of the DAG (at most `max_nodes` nodes, the longest ones)."""
+    """DOT text of the DAG (at most `max_nodes` nodes, the longest ones, plus every node of
+    `highlight`: a path, e.g. the critical path, drawn with thick outlines and links)."""
     cmap = get_all_colormaps().get(colormap)
     shown = np.arange(len(dag))
     if len(dag) > max_nodes:
         longest = np.lexsort((shown, -dag.dur_ns))[:max_nodes]
-        shown = np.sort(longest)
+        shown = np.union1d(longest, np.asarray(highlight, dtype=np.int64))
+    on_path = set(highlight)
     keep = np.zeros(len(dag), dtype=bool)
     keep[shown] = True
     position, low, high = _scale(dag.dur_ns[shown])
+    title = _title(dag, len(shown))
+    if highlight:
+        title += f" · critical path: {len(highlight)} events (thick blue)"
     lines = [
         "digraph events {",
         '  graph [rankdir=TB, nodesep=0.15, ranksep=0.3, fontname="Helvetica", '
-        f"label={_quote(_title(dag, len(shown)))}, labelloc=t];",
+        f"label={_quote(title)}, labelloc=t];",
         '  node [shape=box, style="rounded,filled", fontname="Helvetica", fontsize=9, '
         'height=0.25, margin="0.06,0.02"];',
         '  edge [arrowsize=0.5, color="#00000066"];',
@@ -72,17 +82,29 @@ def render_dag_dot(
             f"{name}\n{dag.track_labels[int(dag.track[node])]}\n"
             f"ts {int(dag.ts_ns[node])} ns, duration {format_ns(dur)}"
         )
+        outline = f", color={_quote(PATH_COLOR)}, penwidth=3" if node in on_path else ""
         lines.append(
             f"  n{node} [label={_quote(short_label(name) + chr(10) + format_ns(dur))}, "
             f"fillcolor={_quote(cmap.hex(where))}, fontcolor={_quote(cmap.text_on(where))}, "
-            f"tooltip={_quote(tooltip)}];"
+            f"tooltip={_quote(tooltip)}{outline}];"
         )
+    links = set(itertools.pairwise(highlight))
     for src, dst, kind in zip(
         dag.edge_src.tolist(), dag.edge_dst.tolist(), dag.edge_kind.tolist(), strict=True
     ):
         if keep[src] and keep[dst]:
             style = EDGE_STYLES[EDGE_KIND_LABELS[kind]]
+            if (src, dst) in links:
+                links.discard((src, dst))
+                style += f", color={_quote(PATH_COLOR)}, penwidth=2.5"
             lines.append(f"  n{src} -> n{dst} [style={style}];")
+    # Path steps the DAG draws no edge for (a nested chain returning to its caller's next
+    # event): dotted, and left out of the layout's ranking.
+    for src, dst in sorted(links):
+        lines.append(
+            f"  n{src} -> n{dst} [style=dotted, color={_quote(PATH_COLOR)}, penwidth=2.5, "
+            "constraint=false];"
+        )
     lines.extend(_legend(cmap_name=colormap, low=low, high=high))
     lines.append("}")
     return "\n".join(lines) + "\n"
@@ -121,10 +143,11 @@ class DagDotRenderer:
     name: str = "dot"
     extension: str = ".dot"
     max_nodes: int = DEFAULT_MAX_NODES
+    highlight: tuple[int, ...] = ()  # a path of nodes to draw in thick blue
 
     def render(self, data: EventDag) -> bytes:
         """DOT text as UTF-8."""
-        return render_dag_dot(data, self.max_nodes).encode("utf-8")
+        return render_dag_dot(data, self.max_nodes, highlight=self.highlight).encode("utf-8")
 
 
 RENDERER = DagDotRenderer()

@@ -1,0 +1,219 @@
+"""The critical path of a step: the chain of causally linked work that bounds it.
+
+Each event of the causal DAG becomes two points, its start and its end, and the DAG's links
+become edges between points that never go back in time:
+
+- a leaf event: start -> end, weighted by its duration (work);
+- an event with children on its track: start -> first child's start, child's end -> next
+  child's start (sequence), last child's end -> end, each weighted by the time between (the
+  event's own work around its children);
+- consecutive top-level events (end -> next start) and flow links (the source's end, or its
+  start when the target began first -> the target's start) are dependencies of weight 0: time
+  spent waiting for them is not work.
+
+The longest path by weight is the critical path. Every weighted edge spans at least its weight
+in time and a path moves forward in time, so its length never exceeds the step's wall time; it
+is the most work any one dependency chain did in the step. A thread blocked in a call counts
+that call's own time as work unless the trace links the worker back to it (host traces rarely
+do): read a long event whose children are few as "waited here".
+
+A step is a window between step markers (TF `irprof_step`, torch `ProfilerStep#N`); markers and
+profiler envelopes are not work and are left out. Without markers the trace is one window.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from irprof.errors import UsageError
+from irprof.event_dag.model import EDGE_NEST, EDGE_SEQUENCE, EventDag
+from irprof.trace.model import EventKind
+
+_NOT_WORK = (EventKind.STEP, EventKind.ENVELOPE, EventKind.COUNTER)
+
+
+@dataclass(frozen=True)
+class PathEvent:
+    """One event on the critical path."""
+
+    node: int
+    name: str
+    track: str
+    ts_ns: int
+    dur_ns: int
+    self_ns: int  # the work it adds to the path (its own time around children on the path)
+    ops: tuple[str, ...]  # IR ops it was attributed to, `level: op` ("" when unknown)
+
+
+@dataclass(frozen=True)
+class CriticalPath:
+    """The heaviest chain of dependent work in one step."""
+
+    step: int  # index of the step window (-1: the whole trace, no markers)
+    steps: int  # step windows found
+    start_ns: int
+    end_ns: int
+    events: tuple[PathEvent, ...]
+    links: tuple[tuple[int, int], ...]  # consecutive node pairs along the path
+
+    @property
+    def length_ns(self) -> int:
+        """Work summed along the path (at most `span_ns`)."""
+        return sum(event.self_ns for event in self.events)
+
+    @property
+    def span_ns(self) -> int:
+        """The step's wall time."""
+        return self.end_ns - self.start_ns
+
+    @property
+    def nodes(self) -> tuple[int, ...]:
+        """DAG node numbers of the path, in order."""
+        return tuple(event.node for event in self.events)
+
+
+def step_windows(dag: EventDag) -> list[tuple[int, int]]:
+    """(start, end) of each top-level step marker, in time order."""
+    nodes = np.nonzero(dag.kind == EventKind.STEP)[0]
+    windows: list[tuple[int, int]] = []
+    for node in nodes.tolist():  # node order is start order
+        start, end = int(dag.ts_ns[node]), int(dag.ts_ns[node] + dag.dur_ns[node])
+        if windows and start < windows[-1][1]:
+            continue
+        windows.append((start, end))
+    return windows
+
+
+@dataclass
+class _Graph:
+    """Points 2n (start of node n) and 2n+1 (end), weighted edges, each owned by an event."""
+
+    size: int
+    edges: list[list[tuple[int, int, int]]]  # per point: (next point, weight, owner or -1)
+
+    def add(self, src: int, dst: int, weight: int, owner: int) -> None:
+        self.edges[src].append((dst, max(weight, 0), owner))
+
+
+def _points_graph(dag: EventDag, keep: list[bool]) -> _Graph:
+    graph = _Graph(2 * len(dag), [[] for _ in range(2 * len(dag))])
+    ts, ends = dag.ts_ns.tolist(), (dag.ts_ns + dag.dur_ns).tolist()
+    parents = dag.parent.tolist()
+    has_child = [False] * len(dag)
+    following = [-1] * len(dag)
+    for src, dst, kind in zip(
+        dag.edge_src.tolist(), dag.edge_dst.tolist(), dag.edge_kind.tolist(), strict=True
+    ):
+        if not (keep[src] and keep[dst]):
+            continue
+        if kind == EDGE_NEST:
+            if not has_child[src]:  # children come in start order: the first one
+                graph.add(2 * src, 2 * dst, ts[dst] - ts[src], src)
+            has_child[src] = True
+        elif kind == EDGE_SEQUENCE:
+            following[src] = dst
+            if ts[dst] < ends[src]:  # overlapping siblings (async work): only start order
+                graph.add(2 * src, 2 * dst, 0, -1)
+                continue
+            up = parents[src]
+            inside = up >= 0 and keep[up]
+            graph.add(2 * src + 1, 2 * dst, ts[dst] - ends[src] if inside else 0, up)
+        else:  # a flow: a dependency, not work
+            graph.add(2 * src + 1 if ends[src] <= ts[dst] else 2 * src, 2 * dst, 0, -1)
+    for node in range(len(dag)):
+        if not keep[node]:
+            continue
+        if not has_child[node]:
+            graph.add(2 * node, 2 * node + 1, ends[node] - ts[node], node)
+        up = parents[node]
+        if up >= 0 and keep[up] and following[node] < 0:
+            graph.add(2 * node + 1, 2 * up + 1, ends[up] - ends[node], up)
+    return graph
+
+
+def _longest(graph: _Graph) -> tuple[list[int], list[int]]:
+    """Points of the heaviest path and the owner of each of its edges (Kahn order)."""
+    indegree = [0] * graph.size
+    for edges in graph.edges:
+        for dst, _, _ in edges:
+            indegree[dst] += 1
+    ready = [point for point in range(graph.size) if indegree[point] == 0]
+    best = [0] * graph.size
+    came: list[tuple[int, int]] = [(-1, -1)] * graph.size  # (previous point, edge owner)
+    while ready:
+        point = ready.pop()
+        for dst, weight, owner in graph.edges[point]:
+            if came[dst][0] < 0 or best[point] + weight > best[dst]:
+                best[dst], came[dst] = best[point] + weight, (point, owner)
+            indegree[dst] -= 1
+            if indegree[dst] == 0:
+                ready.append(dst)
+    point = max(range(graph.size), key=best.__getitem__, default=-1)
+    points: list[int] = []
+    owners: list[int] = []
+    while point >= 0:
+        points.append(point)
+        previous, owner = came[point]
+        if previous >= 0:
+            owners.append(owner)
+        point = previous
+    return points[::-1], owners[::-1]
+
+
+def critical_path(
+    dag: EventDag,
+    *,
+    step: int | None = None,
+    ops_by_event: Mapping[str, tuple[str, ...]] | None = None,
+) -> CriticalPath:
+    """The critical path of step `step` (default: the longest step) of a causal DAG."""
+    if dag.mode != "causal":
+        raise UsageError("the critical path needs a causal DAG (--mode causal)")
+    windows = step_windows(dag)
+    if windows:
+        if step is None:
+            step = max(range(len(windows)), key=lambda i: windows[i][1] - windows[i][0])
+        if not 0 <= step < len(windows):
+            raise UsageError(f"--step {step}: the trace has steps 0..{len(windows) - 1}")
+        start, end = windows[step]
+    else:
+        if step not in (None, 0):
+            raise UsageError(f"--step {step}: the trace has no step markers (one window)")
+        step = -1
+        start = int(dag.ts_ns.min()) if len(dag) else 0
+        end = int((dag.ts_ns + dag.dur_ns).max()) if len(dag) else 0
+    ends = dag.ts_ns + dag.dur_ns
+    inside = (dag.ts_ns >= start) & (ends <= end) & ~np.isin(dag.kind, _NOT_WORK)
+    graph = _points_graph(dag, inside.tolist())
+    points, owners = _longest(graph)
+    work: dict[int, int] = {}
+    for src, dst, owner in zip(points[:-1], points[1:], owners, strict=True):
+        weight = next(w for d, w, o in graph.edges[src] if d == dst and o == owner)
+        if owner >= 0:
+            work[owner] = work.get(owner, 0) + weight
+    path = list(dict.fromkeys(point // 2 for point in points if inside[point // 2]))
+    known = ops_by_event or {}
+    events = tuple(
+        PathEvent(
+            node=node,
+            name=dag.node_name(node),
+            track=dag.track_labels[int(dag.track[node])],
+            ts_ns=int(dag.ts_ns[node]),
+            dur_ns=int(dag.dur_ns[node]),
+            self_ns=work.get(node, 0),
+            ops=known.get(dag.node_name(node), ()),
+        )
+        for node in path
+    )
+    return CriticalPath(
+        step=step,
+        steps=len(windows),
+        start_ns=start,
+        end_ns=end,
+        events=events,
+        links=tuple(itertools.pairwise(path)),
+    )
