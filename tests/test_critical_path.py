@@ -55,6 +55,15 @@ def test_a_flow_carries_the_path_to_the_work_it_started() -> None:
     assert path.length_ns == 110
 
 
+def test_a_caller_waiting_for_work_it_handed_off_is_not_busy() -> None:
+    # W calls X, which hands Y to another track; W blocks until Y is done.
+    trace = trace_of(("W", 1, 0, 100), ("X", 1, 0, 10), ("Y", 2, 5, 95), flows=((1, 2),))
+    path = critical_path(build_event_dag(trace))
+    assert [event.name for event in path.events] == ["W", "X", "Y"]
+    assert {event.name: event.self_ns for event in path.events} == {"W": 5, "X": 0, "Y": 90}
+    assert path.length_ns == 95
+
+
 def test_without_the_flow_the_tracks_are_independent() -> None:
     trace = trace_of(("L", 1, 0, 10), ("M", 1, 20, 30), ("K", 2, 15, 115))
     assert names(trace) == ["K"]

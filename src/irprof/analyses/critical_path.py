@@ -8,14 +8,16 @@ become edges between points that never go back in time:
   child's start (sequence), last child's end -> end, each weighted by the time between (the
   event's own work around its children);
 - consecutive top-level events (end -> next start) and flow links (the source's end, or its
-  start when the target began first -> the target's start) are dependencies of weight 0: time
-  spent waiting for them is not work.
+  start when the target began first -> the target's start) are dependencies of weight 0;
+- work handed to another track through a flow is waited for by the innermost event around the
+  source still open when it ends: a join edge leads back from the target's end to that event's
+  end, and the waiting event's own time while the target ran is not counted as work.
 
 The longest path by weight is the critical path. Every weighted edge spans at least its weight
 in time and a path moves forward in time, so its length never exceeds the step's wall time; it
-is the most work any one dependency chain did in the step. A thread blocked in a call counts
-that call's own time as work unless the trace links the worker back to it (host traces rarely
-do): read a long event whose children are few as "waited here".
+is the most work any one dependency chain did in the step. A thread blocked in a call with no
+flow to the work it waits for still counts that call's own time as work: read a long event
+whose children are few as "waited here".
 
 A step is a window between step markers (TF `irprof_step`, torch `ProfilerStep#N`); markers and
 profiler envelopes are not work and are left out. Without markers the trace is one window.
@@ -34,6 +36,7 @@ from irprof.event_dag.model import EDGE_NEST, EDGE_SEQUENCE, EventDag
 from irprof.trace.model import EventKind
 
 _NOT_WORK = (EventKind.STEP, EventKind.ENVELOPE, EventKind.COUNTER)
+_LOCAL = (EDGE_NEST, EDGE_SEQUENCE)
 
 
 @dataclass(frozen=True)
@@ -99,20 +102,69 @@ class _Graph:
         self.edges[src].append((dst, max(weight, 0), owner))
 
 
+def _delegations(
+    dag: EventDag, keep: list[bool], flows: list[tuple[int, int]]
+) -> tuple[dict[int, list[tuple[int, int]]], list[tuple[int, int]]]:
+    """Work handed to another track: for each flow X -> Y, the innermost event A (X or an
+    ancestor) still open when Y ends waited for Y. Returns A -> the intervals it waited for, and
+    the join edges (Y, A)."""
+    ends = (dag.ts_ns + dag.dur_ns).tolist()
+    parents = dag.parent.tolist()
+    waited: dict[int, list[tuple[int, int]]] = {}
+    joins: list[tuple[int, int]] = []
+    for src, dst in flows:
+        if dag.track[src] == dag.track[dst]:
+            continue
+        holder = src
+        while holder >= 0 and ends[holder] < ends[dst]:
+            holder = parents[holder]
+        if holder < 0 or not keep[holder]:
+            continue
+        joins.append((dst, holder))
+        span = (int(dag.ts_ns[dst]), ends[dst])
+        up = holder
+        while up >= 0:  # every enclosing event waited through it as well
+            waited.setdefault(up, []).append(span)
+            up = parents[up]
+    return waited, joins
+
+
+def _own_time(start: int, end: int, waited: list[tuple[int, int]]) -> int:
+    """Length of [start, end] less the parts spent waiting (intervals may overlap)."""
+    total = max(end - start, 0)
+    covered, reach = 0, start
+    for low, high in sorted(waited):
+        low, high = max(low, reach), min(high, end)
+        if high > low:
+            covered += high - low
+            reach = high
+    return max(total - covered, 0)
+
+
 def _points_graph(dag: EventDag, keep: list[bool]) -> _Graph:
     graph = _Graph(2 * len(dag), [[] for _ in range(2 * len(dag))])
     ts, ends = dag.ts_ns.tolist(), (dag.ts_ns + dag.dur_ns).tolist()
     parents = dag.parent.tolist()
     has_child = [False] * len(dag)
     following = [-1] * len(dag)
-    for src, dst, kind in zip(
-        dag.edge_src.tolist(), dag.edge_dst.tolist(), dag.edge_kind.tolist(), strict=True
-    ):
-        if not (keep[src] and keep[dst]):
-            continue
+    edges = [
+        (src, dst, kind)
+        for src, dst, kind in zip(
+            dag.edge_src.tolist(), dag.edge_dst.tolist(), dag.edge_kind.tolist(), strict=True
+        )
+        if keep[src] and keep[dst]
+    ]
+    waited, joins = _delegations(
+        dag, keep, [(src, dst) for src, dst, kind in edges if kind not in _LOCAL]
+    )
+
+    def own(node: int, start: int, end: int) -> int:
+        return _own_time(start, end, waited.get(node, []))
+
+    for src, dst, kind in edges:
         if kind == EDGE_NEST:
             if not has_child[src]:  # children come in start order: the first one
-                graph.add(2 * src, 2 * dst, ts[dst] - ts[src], src)
+                graph.add(2 * src, 2 * dst, own(src, ts[src], ts[dst]), src)
             has_child[src] = True
         elif kind == EDGE_SEQUENCE:
             following[src] = dst
@@ -121,17 +173,19 @@ def _points_graph(dag: EventDag, keep: list[bool]) -> _Graph:
                 continue
             up = parents[src]
             inside = up >= 0 and keep[up]
-            graph.add(2 * src + 1, 2 * dst, ts[dst] - ends[src] if inside else 0, up)
+            graph.add(2 * src + 1, 2 * dst, own(up, ends[src], ts[dst]) if inside else 0, up)
         else:  # a flow: a dependency, not work
             graph.add(2 * src + 1 if ends[src] <= ts[dst] else 2 * src, 2 * dst, 0, -1)
+    for target, holder in joins:  # the waiting event goes on once the work it handed off ends
+        graph.add(2 * target + 1, 2 * holder + 1, own(holder, ends[target], ends[holder]), holder)
     for node in range(len(dag)):
         if not keep[node]:
             continue
         if not has_child[node]:
-            graph.add(2 * node, 2 * node + 1, ends[node] - ts[node], node)
+            graph.add(2 * node, 2 * node + 1, own(node, ts[node], ends[node]), node)
         up = parents[node]
         if up >= 0 and keep[up] and following[node] < 0:
-            graph.add(2 * node + 1, 2 * up + 1, ends[up] - ends[node], up)
+            graph.add(2 * node + 1, 2 * up + 1, own(up, ends[node], ends[up]), up)
     return graph
 
 
