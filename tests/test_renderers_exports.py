@@ -17,8 +17,8 @@ from irprof.analyses.annotated_levels import load_annotated_level
 from irprof.analyses.model_explorer_ids import NodeDataExport, explorer_node_ids
 from irprof.analyses.trace_export import load_trace_export
 from irprof.bundle import RunBundle
-from irprof.renderers.model_explorer import RENDERER
 from irprof.renderers.chrome_trace import chrome_trace
+from irprof.renderers.model_explorer import RENDERER
 
 adapter = pytest.importorskip("model_explorer.builtin_mlir_adapter")
 builder = pytest.importorskip("model_explorer.node_data_builder")
