@@ -121,7 +121,7 @@ def demo(
     for command in (
         f"irprof top {shown.root} --by scope",
         f"irprof graph {shown.annotated_path(levels[0])} -o graph.svg",
-        f"irprof export {shown.root} --to perfetto -o trace.json  (open in ui.perfetto.dev)",
+        f"irprof export {shown.root} --to perfetto -o trace.pftrace  (open in ui.perfetto.dev)",
         f"irprof opt {shown.annotated_path(levels[0])} "
         "--pass-pipeline='builtin.module(irprof-strip, canonicalize)'",
     ):

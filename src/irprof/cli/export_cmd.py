@@ -1,4 +1,4 @@
-"""`irprof export RUN --to perfetto|chrome|model-explorer -o FILE`."""
+"""`irprof export RUN --to FORMAT -o FILE`: formats are the export renderers' registry."""
 
 from __future__ import annotations
 
@@ -18,14 +18,17 @@ from irprof.run_annotate import bundle_framework
 
 def export(
     run: Annotated[Path, typer.Argument(metavar="RUN", help="Annotated run bundle.")],
-    to: Annotated[str, typer.Option("--to", help="perfetto | chrome | model-explorer")],
+    to: Annotated[
+        str,
+        typer.Option("--to", help=f"One of: {' | '.join(get_export_renderers().in_order())}."),
+    ],
     output: Annotated[Path, typer.Option("-o", "--output", help="Output file.")],
     level: Annotated[
         str | None,
         typer.Option("--level", help="IR level (model-explorer: default first; traces: all)."),
     ] = None,
 ) -> None:
-    """Export a run for Perfetto / chrome://tracing or as Model Explorer node data."""
+    """Export a run: Perfetto (.pftrace), Chrome JSON, Model Explorer node data, MLGO log."""
     renderer = get_export_renderers().get(to)
     build_input = cast(Callable[[RunBundle, str | None], Any], load_reference(renderer.input))
     bundle = RunBundle(run)
