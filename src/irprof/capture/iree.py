@@ -7,6 +7,8 @@ flow IR and of every dispatch names the source op it came from, whatever IREE fu
 
     RUN/ir/<source>.mlir          the input as given (`stablehlo`, `torch`, `tosa` or `linalg`)
     RUN/ir/flow.mlir              `iree-compile --compile-to=flow` of the stamped input
+    RUN/ir/dispatch-creation.mlir `--compile-to=dispatch-creation`: every launch site's own
+                                  dispatch region, before IREE deduplicates executables
     RUN/executables/*.mlir        each dispatch's executable source (`--iree-hal-dump-...`)
     RUN/trace/dispatch.jsonl      `iree-profile dispatch --dispatch_events --format=jsonl`
     RUN/trace/model.ireeprof      the HAL profile itself, untouched
@@ -18,6 +20,7 @@ process would warm nothing); `options.warmup_until_ns` marks where the profiled 
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.metadata
 import platform
 import shutil
@@ -25,7 +28,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from irprof.bundle import Manifest, RunBundle, fingerprint_files
+from irprof.bundle import Manifest, RunBundle, file_fingerprint, fingerprint_files
 from irprof.capture.iree_inputs import (
     TensorSpec,
     function_signature,
@@ -43,6 +46,8 @@ from irprof.mlir.load import load_module
 from irprof.mlir.stamp_origin import stamp_origin
 
 FLOW_LEVEL = "flow"
+# Before outlining and deduplication: one dispatch region per launch site (`correlate/iree_sites`).
+DISPATCH_REGIONS = "dispatch-creation"
 PROFILE_NAME = "model.ireeprof"
 # Projections kept in the bundle: file name -> iree-profile command and flags. The first is the
 # trace irprof reads (one line per dispatch invocation).
@@ -114,20 +119,21 @@ def write_iree_bundle(
             module.operation.print(file=handle, enable_debug_info=True)
 
         timeout = options.timeout_s
-        compile_module(
-            stamped,
-            folder / "ir" / f"{FLOW_LEVEL}.mlir",
-            subject=subject,
-            to_flow=True,
-            sources_dir=None,
-            timeout_s=timeout,
-        )
+        for phase in (FLOW_LEVEL, DISPATCH_REGIONS):
+            compile_module(
+                stamped,
+                folder / "ir" / f"{phase}.mlir",
+                subject=subject,
+                phase=phase,
+                sources_dir=None,
+                timeout_s=timeout,
+            )
         vmfb = work_dir / "module.vmfb"
         compile_module(
             stamped,
             vmfb,
             subject=subject,
-            to_flow=False,
+            phase=None,
             sources_dir=folder / "executables",
             timeout_s=timeout,
         )
@@ -175,11 +181,18 @@ def write_iree_bundle(
             "dispatches_per_step": per_step,
             "warmup_note": warning,
             "executable_sources": [f"executables/{path.name}" for path in sources],
+            "dispatch_regions": f"ir/{DISPATCH_REGIONS}.mlir",
             **({"compiled_from": provenance} if provenance else {}),
         },
     )
     bundle = RunBundle(folder)
-    bundle.write_manifest(fingerprint_files(bundle, manifest))
+    manifest = fingerprint_files(bundle, manifest)
+    regions = f"ir/{DISPATCH_REGIONS}.mlir"  # not a level of its own: fingerprinted by name
+    manifest = dataclasses.replace(
+        manifest,
+        fingerprints={**manifest.fingerprints, regions: file_fingerprint(folder / regions)},
+    )
+    bundle.write_manifest(manifest)
 
 
 def _input_specs(

@@ -68,17 +68,18 @@ def compile_module(
     out: Path,
     *,
     subject: str | Path,
-    to_flow: bool,
+    phase: str | None,
     sources_dir: Path | None,
     timeout_s: float,
 ) -> None:
-    """`iree-compile` `source` for llvm-cpu into `out` (flow-level MLIR or a .vmfb)."""
+    """`iree-compile` `source` for llvm-cpu into `out`: MLIR after `phase` (`flow`,
+    `dispatch-creation`, ...) or, with no phase, a .vmfb."""
     arguments = [str(source), *COMPILE_FLAGS, "-o", str(out)]
-    if to_flow:
-        arguments.append("--compile-to=flow")
+    if phase is not None:
+        arguments.append(f"--compile-to={phase}")
     if sources_dir is not None:
         arguments.append(f"--iree-hal-dump-executable-sources-to={sources_dir}")
-    stage = "compiling to flow" if to_flow else "compiling for llvm-cpu"
+    stage = f"compiling to {phase}" if phase is not None else "compiling for llvm-cpu"
     run_tool("iree-compile", arguments, subject=subject, what=stage, timeout_s=timeout_s)
 
 

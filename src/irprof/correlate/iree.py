@@ -19,13 +19,21 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from iree.compiler import ir
-
 from irprof.bundle import RunBundle
 from irprof.correlate.base import CorrelationOptions, CorrelationResult
-from irprof.correlate.iree_dispatch import DispatchPlan, origins, plan_dispatches
+from irprof.correlate.iree_absorbed import MissingOps, absorb_into_plans, classify_missing
+from irprof.correlate.iree_dispatch import DispatchPlan, plan_dispatches
+from irprof.correlate.iree_reasons import (
+    NamedOrigins,
+    flow_reasons,
+    named_origins,
+    source_reasons,
+)
+from irprof.correlate.iree_sites import SiteMap, assign_rows, launch_sites, region_plans
 from irprof.coverage import UnmatchedEvent
 from irprof.errors import BundleError, CorrelationError
+from irprof.mlir.context import make_context
+from irprof.mlir.load import load_module
 from irprof.mlir.module_coverage import coverage_for
 from irprof.mlir.op_index import OpInfo, derive_op_infos
 from irprof.opprofile import OpKey, OpProfile, OpProfileEntry, ProfileData
@@ -33,10 +41,6 @@ from irprof.trace.model import EventKind, Trace
 
 FLOW = "flow"
 SHARE_BASIS = "share by estimated work (iteration points x body ops)"
-# Host-side flow ops that only rename or re-view buffers: no run-time work of their own.
-FREE_HOST_OPS = frozenset(
-    {"flow.tensor.reshape", "flow.tensor.bitcast", "flow.executable", "flow.executable.export"}
-)
 
 
 class IreeCorrelator:
@@ -79,28 +83,88 @@ class IreeCorrelator:
             if info.op_name in ("func.func", "util.func", "builtin.module")
         )
         plans = plan_dispatches(flow_infos, source_level, functions)
+        sites = _site_map(bundle, trace, rows, flow_infos, source_level, functions)
+        named = named_origins(flow_infos, plans, sites, source_level)
+        missing = MissingOps(frozenset(), {})
+        if level != FLOW:
+            missing = _absorb(source_infos, plans, sites, named, functions)
         infos = flow_infos if level == FLOW else source_infos
         return _correlate(
             trace,
             rows,
             plans,
+            sites,
             flow_infos,
             infos,
             level,
-            source_level,
+            (named, missing),
             manifest.steps,
             str(bundle.primary_trace_path.relative_to(bundle.root)),
         )
+
+
+def _absorb(
+    infos: list[OpInfo],
+    plans: dict[str, DispatchPlan],
+    sites: SiteMap,
+    named: NamedOrigins,
+    functions: frozenset[int],
+) -> MissingOps:
+    """Find the source ops IREE absorbed into a measured consumer and put them in its plans."""
+    measured = {
+        position
+        for plan in (*plans.values(), *sites.plans.values())
+        for position, weight in plan.source_weights.items()
+        if weight > 0
+    }
+    calls = frozenset(
+        position for position, info in enumerate(infos) if info.op_name.endswith("call")
+    )
+    missing = classify_missing(infos, measured, set(named.in_dispatch), functions | calls)
+    # Plans are used per event: a launch site's own when it has one, else its executable's.
+    sited = {plan.key for plan in sites.plans.values()}
+    absorb_into_plans(
+        [*sites.plans.values(), *(plan for key, plan in plans.items() if key not in sited)],
+        missing.absorbed,
+        infos,
+    )
+    absorb_into_plans(
+        [plan for key, plan in plans.items() if key in sited], missing.absorbed, infos
+    )
+    return missing
+
+
+def _site_map(
+    bundle: RunBundle,
+    trace: Trace,
+    rows: list[int],
+    flow_infos: list[OpInfo],
+    source_level: str,
+    functions: frozenset[int],
+) -> SiteMap:
+    """Launch sites, their own regions' plans (when the capture kept the dispatch-creation IR;
+    bundles without it attribute each dispatch by its executable), and each event's site."""
+    sites = launch_sites(flow_infos)
+    of_row, notes = assign_rows(trace, rows, sites)
+    regions = bundle.manifest().option_str("dispatch_regions", "")
+    if not regions:
+        return SiteMap(sites, {}, of_row, notes=notes)
+    # The module must outlive its ops' infos: the SiteMap keeps it.
+    module = load_module(bundle.member(regions, what="dispatch-creation IR"), make_context())
+    region_infos = derive_op_infos(module)
+    plans, region_notes = region_plans(flow_infos, region_infos, sites, source_level, functions)
+    return SiteMap(sites, plans, of_row, module, region_infos, [*region_notes, *notes])
 
 
 def _correlate(
     trace: Trace,
     rows: list[int],
     plans: dict[str, DispatchPlan],
+    sites: SiteMap,
     flow_infos: list[OpInfo],
     infos: list[OpInfo],
     level: str,
-    source_level: str,
+    source_ops: tuple[NamedOrigins, MissingOps],
     steps: int,
     source_trace: str,
 ) -> CorrelationResult:
@@ -109,14 +173,16 @@ def _correlate(
     inclusive: dict[int, dict[int, float]] = defaultdict(dict)
     members: dict[int, set[str]] = defaultdict(set)  # position -> dispatch keys it ran in
     shares: dict[int, dict[str, float]] = defaultdict(dict)
-    launchers = _launchers(flow_infos) if is_flow else {}
     unmatched: dict[str, UnmatchedEvent] = {}
     profiled = attributed = 0.0
     for row in rows:
         key = trace.name_of(row)
         duration = int(trace.dur_ns[row])
         profiled += duration
+        site = sites.of_row.get(row)
         plan = plans.get(key)
+        if not is_flow and site is not None and plan is not None:
+            plan = sites.plans.get(site, plan)  # this instance's own source ops
         weights, calls, total = _weights(plan, is_flow)
         if plan is None or total <= 0 or not weights:
             why = (
@@ -143,16 +209,21 @@ def _correlate(
             # Outer stamps also name the enclosing function ops; only call ops get inclusive time.
             if infos[position].op_name.endswith("call"):
                 inclusive[position][row] = duration * weight / total
-        for position in launchers.get(key, ()):
-            inclusive[position][row] = float(duration)
+        if is_flow:
+            # The launch that ran it; without one, its sites share it evenly.
+            launched = [site] if site is not None else sites.sites.get(key, [])
+            for position in launched:
+                inclusive[position][row] = duration / len(launched)
     profiled_ns = int(profiled)
-    positioned = _entries(trace, infos, op_time, inclusive, members, shares, profiled_ns, level)
+    positioned = _entries(
+        trace, infos, op_time, inclusive, members, shares, profiled_ns, level, source_ops[1]
+    )
     entries = [entry for _, entry in positioned]
     annotated = {position for position, _ in positioned}
     reasons, not_executed = (
-        _flow_reasons(flow_infos, plans, annotated)
+        flow_reasons(flow_infos, plans, annotated)
         if is_flow
-        else _source_reasons(flow_infos, plans, infos, annotated, source_level)
+        else source_reasons(infos, annotated, *source_ops)
     )
     coverage = coverage_for(
         [(info.op, info.key) for info in infos],
@@ -163,7 +234,7 @@ def _correlate(
         unmatched_events=list(unmatched.values()),
         reasons=reasons,
         not_executed=not_executed,
-        warnings=list(trace.warnings),
+        warnings=[*trace.warnings, *sites.notes],
     )
     opprofile = OpProfile(
         level=level,
@@ -205,19 +276,6 @@ def _add_unmatched(table: dict[str, UnmatchedEvent], name: str, ns: int, reason:
     table[name] = UnmatchedEvent(name, total, count, reason)
 
 
-def _launchers(flow_infos: list[OpInfo]) -> dict[str, list[int]]:
-    """Dispatch key -> positions of the host-side `flow.dispatch` ops that launch it."""
-    found: dict[str, list[int]] = defaultdict(list)
-    for position, info in enumerate(flow_infos):
-        if info.op_name != "flow.dispatch" or "entry_points" not in info.op.attributes:
-            continue
-        for entry in info.op.attributes["entry_points"]:
-            nested = ir.SymbolRefAttr(entry).value
-            if nested:
-                found[nested[-1]].append(position)
-    return found
-
-
 def _label(info: OpInfo, position: int) -> str:
     return info.key.name or f"{info.op_name}#{position}"
 
@@ -231,6 +289,7 @@ def _entries(
     shares: dict[int, dict[str, float]],
     profiled_ns: int,
     level: str,
+    missing: MissingOps,
 ) -> list[tuple[int, OpProfileEntry]]:
     """(position, entry) per op with time; ops whose key names nothing are left out."""
     by_dispatch: dict[str, set[int]] = defaultdict(set)
@@ -255,6 +314,14 @@ def _entries(
                 + ", ".join(f"{key} {share:.1%}" for key, share in sorted(shares[position].items()))
                 + f" ({SHARE_BASIS})"
             )
+            if position in missing.absorbed:
+                consumers = ", ".join(
+                    _label(infos[other], other) for other in missing.absorbed[position]
+                )
+                source += (
+                    f"; absorbed into {consumers}: no IREE op carries its location, its work "
+                    "is estimated from its shapes"
+                )
         else:
             times = inclusive[position]
             fused = set()
@@ -285,62 +352,6 @@ def _entries(
             )
         )
     return entries
-
-
-def _source_reasons(
-    flow_infos: list[OpInfo],
-    plans: dict[str, DispatchPlan],
-    infos: list[OpInfo],
-    annotated: set[int],
-    source_level: str,
-) -> tuple[dict[int, str], set[int]]:
-    """Why each source op got no time; the ones IREE removed or left to the host are free."""
-    in_dispatch: dict[int, str] = {}
-    for plan in plans.values():
-        for position in plan.flow_weights:
-            for origin in origins(flow_infos[position].location, source_level)[:1]:
-                in_dispatch.setdefault(origin, plan.key)
-    anywhere = {
-        origin for info in flow_infos for origin in origins(info.location, source_level)[:1]
-    }
-    reasons: dict[int, str] = {}
-    free: set[int] = set()
-    for position in range(len(infos)):
-        if position in annotated:
-            continue
-        if position in in_dispatch:
-            reasons[position] = (
-                f"only binding loads/stores of {in_dispatch[position]} carry it (no compute)"
-            )
-        elif position in anywhere:
-            reasons[position] = "only host-side flow ops carry it (no dispatch; run-time free)"
-            free.add(position)
-        else:
-            reasons[position] = (
-                "no flow op carries its origin: folded by IREE, or its work absorbed into "
-                "another op (e.g. raised into linalg.softmax) that keeps only that op's location"
-            )  # not counted as free: absorbed work is real but unmeasurable per op
-    return reasons, free
-
-
-def _flow_reasons(
-    flow_infos: list[OpInfo], plans: dict[str, DispatchPlan], annotated: set[int]
-) -> tuple[dict[int, str], set[int]]:
-    """Why each flow op got no time: in a dispatch that never ran, or host-side."""
-    in_plan = {position: plan.key for plan in plans.values() for position in plan.flow_weights}
-    reasons: dict[int, str] = {}
-    free: set[int] = set()
-    for position, info in enumerate(flow_infos):
-        if position in annotated:
-            continue
-        if position in in_plan:
-            reasons[position] = f"in {in_plan[position]}, which did not run in the profiled steps"
-        elif info.op_name in FREE_HOST_OPS or info.op_name.startswith("iree_tensor_ext."):
-            reasons[position] = "host-side or declaration op: no run-time work of its own"
-            free.add(position)
-        else:
-            reasons[position] = "host-side op outside every dispatch (not profiled per op)"
-    return reasons, free
 
 
 CORRELATOR = IreeCorrelator()

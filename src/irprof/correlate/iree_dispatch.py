@@ -32,6 +32,9 @@ from irprof.mlir.op_index import OpInfo
 # Ops that move or name data inside a dispatch; they run but are not where its time goes.
 NON_COMPUTE_PREFIXES = ("iree_tensor_ext.", "flow.dispatch.", "hal.", "util.")
 NON_COMPUTE_OPS = frozenset({"tensor.empty", "arith.constant", "func.func", "builtin.module"})
+# Ops whose region is a whole dispatch body: an executable's function, or (before outlining) a
+# dispatch region of the dispatch-creation IR. Their direct children are the dispatch's ops.
+DISPATCH_BODIES = frozenset({"func.func", "flow.dispatch.workgroups"})
 
 
 @dataclass
@@ -137,6 +140,7 @@ def plan_dispatches(
     an origin is skipped and the op takes its parent's.
     """
     function_of_export: dict[str, str] = {}
+    export_location: dict[str, ir.Location] = {}
     for info in flow_infos:
         if info.op_name == "flow.executable.export":
             attributes = info.op.attributes
@@ -145,6 +149,7 @@ def plan_dispatches(
             if "function_ref" in attributes:
                 target = ir.FlatSymbolRefAttr(attributes["function_ref"]).value
             function_of_export[target] = export
+            export_location[export] = info.location
     plans: dict[str, DispatchPlan] = {}
     current: DispatchPlan | None = None
     for position, info in enumerate(flow_infos):
@@ -159,22 +164,47 @@ def plan_dispatches(
             if info.op_name in ("flow.executable", "util.func"):
                 current = None
             continue
-        if is_trivial_op(info.op_name):
-            continue
-        weight = _weight(info.op) if _is_compute(info.op_name) else 0.0
-        current.flow_weights[position] = weight
-        if weight <= 0:
-            continue
-        stamped = _op_origins(info.location, level, functions) or _parent_origins(
-            info.op, level, functions
-        )
-        if not stamped:
-            current.unresolved_weight += weight
-            continue
-        current.source_weights[stamped[0]] += weight
-        for call in stamped[1:]:
-            current.call_weights[call] += weight
+        add_to_plan(current, position, info, level, functions)
+    for key, plan in plans.items():
+        if key in export_location:
+            attribute_copy(plan, export_location[key], level, functions)
     return plans
+
+
+def attribute_copy(
+    plan: DispatchPlan, launch: ir.Location, level: str, functions: frozenset[int]
+) -> None:
+    """A dispatch with no arithmetic (`slow_memcpy`: binding loads and stores only) moves the
+    data of the source op its launch is located at (a slice, a concatenation, a pad): that op
+    gets its whole time."""
+    if plan.total_weight > 0:
+        return
+    stamped = _op_origins(launch, level, functions)
+    if stamped:
+        plan.source_weights[stamped[0]] += 1.0
+        for call in stamped[1:]:
+            plan.call_weights[call] += 1.0
+
+
+def add_to_plan(
+    plan: DispatchPlan, position: int, info: OpInfo, level: str, functions: frozenset[int]
+) -> None:
+    """Weigh one op of a dispatch body into `plan` (its own work, its source and call origins)."""
+    if is_trivial_op(info.op_name):
+        return
+    weight = _weight(info.op) if _is_compute(info.op_name) else 0.0
+    plan.flow_weights[position] = weight
+    if weight <= 0:
+        return
+    stamped = _op_origins(info.location, level, functions) or _parent_origins(
+        info.op, level, functions
+    )
+    if not stamped:
+        plan.unresolved_weight += weight
+        return
+    plan.source_weights[stamped[0]] += weight
+    for call in stamped[1:]:
+        plan.call_weights[call] += weight
 
 
 def _inside_executable(op: ir.Operation) -> bool:
@@ -189,8 +219,11 @@ def _inside_executable(op: ir.Operation) -> bool:
 
 
 def _weight(op: ir.Operation) -> float:
+    results = list(op.results)
+    if results and all(isinstance(result.type, ir.IndexType) for result in results):
+        return 0.0  # index arithmetic: addressing and workgroup counts, not the data's work
     parent = op.parent
-    if parent is not None and parent.name != "func.func":
+    if parent is not None and parent.name not in DISPATCH_BODIES:
         return domain_size(parent)  # a body op: one operation per iteration point
     if _body_compute_count(op) > 0:
         return 0.0  # its body ops carry the work
@@ -204,7 +237,7 @@ def _op_origins(location: ir.Location, level: str, functions: frozenset[int]) ->
 
 def _parent_origins(op: ir.Operation, level: str, functions: frozenset[int]) -> list[int]:
     parent = op.parent
-    while parent is not None and parent.name != "func.func":
+    while parent is not None and parent.name not in DISPATCH_BODIES:
         stamped = _op_origins(parent.location, level, functions)
         if stamped:
             return stamped
