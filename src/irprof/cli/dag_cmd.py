@@ -16,9 +16,8 @@ from irprof.event_dag.export import save_dag_json, save_graphml
 from irprof.event_dag.model import DAG_MODES, DagFilter, EventDag, build_event_dag
 from irprof.fileio import write_bytes_atomic
 from irprof.readers import get_all_readers, read_trace
+from irprof.renderers.base import get_dag_renderers
 from irprof.renderers.critical_path_table import critical_path_table
-from irprof.renderers.dag_dot import DagDotRenderer
-from irprof.renderers.dag_svg import DagSvgRenderer
 from irprof.trace.model import Trace
 
 
@@ -86,10 +85,14 @@ def dag(
     path = _critical_path(bundle, trace, event_dag, step) if show_critical_path else None
     highlight = path.nodes if path is not None else ()
     # Render everything before writing anything, so a failure leaves no partial set of files.
-    svg_renderer = DagSvgRenderer(max_nodes=max_svg_nodes, highlight=highlight)
-    svg_bytes = svg_renderer.render(event_dag) if svg else None
-    dot_renderer = DagDotRenderer(max_nodes=max_svg_nodes, highlight=highlight)
-    dot_bytes = dot_renderer.render(event_dag) if dot else None
+    drawn = {
+        name: get_dag_renderers()
+        .get(name)(max_nodes=max_svg_nodes, highlight=highlight)
+        .render(event_dag)
+        for name, wanted in (("svg", svg), ("dot", dot))
+        if wanted is not None
+    }
+    svg_bytes, dot_bytes = drawn.get("svg"), drawn.get("dot")
     save_dag_json(event_dag, output)
     written = [output]
     if graphml is not None:

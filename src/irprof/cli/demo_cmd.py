@@ -11,7 +11,7 @@ from rich.console import Console
 
 from irprof.analyses.annotated_levels import load_annotated_level, model_script
 from irprof.analyses.hotspots import hotspots
-from irprof.analyses.report_data import build_report_data
+from irprof.api import report as write_report
 from irprof.bundle import RunBundle
 from irprof.coverage import Coverage
 from irprof.errors import UsageError
@@ -21,7 +21,6 @@ from irprof.fileio import write_bytes_atomic
 from irprof.frameworks import get_all_frameworks
 from irprof.renderers.dag_svg import DagSvgRenderer
 from irprof.renderers.hotspot_table import hotspot_rich_table
-from irprof.renderers.report_html import RENDERER as REPORT_RENDERER
 from irprof.run_annotate import annotatable_levels, annotate_bundle
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -94,7 +93,7 @@ def demo(
     save_dag_json(event_dag, bundle.dag_path)
     dag_svg = bundle.root / "dag.svg"
     write_bytes_atomic(dag_svg, DagSvgRenderer(max_nodes=DAG_SVG_NODES).render(event_dag))
-    write_bytes_atomic(bundle.report_path, REPORT_RENDERER.render(build_report_data(bundle)))
+    write_report(bundle)
 
     console.rule(f"[bold]4/4 hottest ops[/] (level {levels[0]})")
     loaded = load_annotated_level(bundle, levels[0])

@@ -55,6 +55,17 @@ def get_op_graph_renderers() -> Registry[Renderer]:
     return _OP_GRAPH
 
 
+# Event DAG formats: renderer classes, built per call with the drawing options of `irprof dag`.
+_DAG: Registry[type[Any]] = Registry("event DAG format")
+_DAG.register("dot", "irprof.renderers.dag_dot:DagDotRenderer")
+_DAG.register("svg", "irprof.renderers.dag_svg:DagSvgRenderer")
+
+
+def get_dag_renderers() -> Registry[type[Any]]:
+    """Event DAG renderer classes by format (`dot`, `svg`); `cls(max_nodes=, highlight=)`."""
+    return _DAG
+
+
 def get_export_renderers() -> Registry[ExportRenderer]:
     """Run-bundle export renderers by format name (`perfetto`, `chrome`, `model-explorer`)."""
     return _EXPORTS
