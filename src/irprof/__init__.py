@@ -9,6 +9,8 @@ The package's face is `irprof.api`, re-exported here and imported on first use, 
                                                      coverage(level), top(...))
     irprof.annotate(run, level=None)         -> AnnotateOutcome
     irprof.report(run, out=None)             -> Path
+    irprof.open_dataset(path)                -> DuckDB relation of the events (rank datasets,
+                                                Parquet traces, traces, run bundles)
 """
 
 from __future__ import annotations
@@ -27,12 +29,22 @@ from irprof.errors import (
 )
 
 if TYPE_CHECKING:
-    from irprof.api import Run, annotate, capture_model, open_run, read_trace, report
+    from irprof.api import (
+        Run,
+        annotate,
+        capture_model,
+        open_dataset,
+        open_run,
+        read_trace,
+        report,
+    )
 
 __version__ = "0.1.0"
 
 # `capture_model`, not `capture`: importing the `irprof.capture` package would shadow a function.
-_API = frozenset({"Run", "annotate", "capture_model", "open_run", "read_trace", "report"})
+_API = frozenset(
+    {"Run", "annotate", "capture_model", "open_dataset", "open_run", "read_trace", "report"}
+)
 
 
 def __getattr__(name: str) -> Any:
@@ -56,6 +68,7 @@ __all__ = [
     "__version__",
     "annotate",
     "capture_model",
+    "open_dataset",
     "open_run",
     "read_trace",
     "report",

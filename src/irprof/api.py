@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 from irprof.bundle import RunBundle
 
 if TYPE_CHECKING:
+    import duckdb
+
     from irprof.analyses.hotspots import GroupBy, HotspotTable
     from irprof.opprofile import OpProfile
     from irprof.run_annotate import AnnotateOutcome
@@ -107,3 +109,25 @@ def report(
     target = Path(out) if out is not None else bundle.report_path
     write_bytes_atomic(target, RENDERER.render(data))
     return target
+
+
+def open_dataset(
+    path: str | Path,
+    *,
+    dataset: str | Path | None = None,
+    scheduler: str | None = None,
+    workers: int | None = None,
+) -> duckdb.DuckDBPyRelation:
+    """The `events` view of a rank dataset, Parquet trace, trace file or run bundle as a DuckDB
+    relation (`.filter`, `.aggregate`, `.df()`, ...; `rel.query("events", "SELECT ...")` for
+    SQL). A directory of rank traces is first converted in parallel (on `scheduler`, else a
+    local Dask cluster of `workers`) into the folder `dataset`, which it then requires."""
+    from irprof.analyses.rank_cluster import ClusterOptions
+    from irprof.analyses.sql_views import open_dataset_session
+
+    session = open_dataset_session(
+        Path(path),
+        cluster=ClusterOptions(scheduler, workers),
+        dataset=Path(dataset) if dataset is not None else None,
+    )
+    return session.relation("SELECT * FROM events")

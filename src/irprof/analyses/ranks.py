@@ -11,9 +11,10 @@ communication time on the fast ranks.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -67,20 +68,29 @@ def rank_trace_files(directory: Path) -> list[Path]:
 
 def rank_of(trace: Trace, path: Path) -> int:
     """The rank from `distributedInfo`, else the last number of the file name."""
-    fields = trace.metadata.get("trace_fields", {})
+    return rank_from_metadata(trace.metadata, path)
+
+
+def rank_from_metadata(metadata: dict[str, Any], path: Path, default: int | None = None) -> int:
+    """`rank_of` from a trace's metadata (what a streamed conversion returns); `default` when
+    neither the metadata nor the file name gives one (else an error)."""
+    fields = metadata.get("trace_fields", {})
     info = fields.get("distributedInfo") if isinstance(fields, dict) else None
     rank = info.get("rank") if isinstance(info, dict) else None
     if isinstance(rank, int) and not isinstance(rank, bool):
         return rank
     found = _LAST_NUMBER.search(path.name)
-    if found is None:
-        raise TraceFormatError(
-            path, "no rank: no distributedInfo.rank and no number in the file name; rename it"
-        )
-    return int(found.group(1))
+    if found is not None:
+        return int(found.group(1))
+    if default is not None:
+        return default
+    raise TraceFormatError(
+        path, "no rank: no distributedInfo.rank and no number in the file name; rename it"
+    )
 
 
-def _rank_time(trace: Trace, rank: int, source: str) -> RankTime:
+def rank_time(trace: Trace, rank: int, source: str) -> RankTime:
+    """One rank's step time and device time split (not yet judged a straggler)."""
     steps = trace.rows_of_kind(EventKind.STEP)
     devices, _streams = device_times(trace)
     if len(steps):
@@ -103,24 +113,25 @@ def _rank_time(trace: Trace, rank: int, source: str) -> RankTime:
     )
 
 
-def summarize_ranks(
-    paths: Sequence[Path],
-    threshold: float = DEFAULT_STRAGGLER_THRESHOLD,
-    format: str | None = None,
-) -> RankTable:
-    """Read every rank trace and compare them; two files claiming one rank is an error."""
+def check_threshold(threshold: float) -> None:
+    """Refuse a negative straggler threshold."""
     if threshold < 0:
         raise UsageError(f"straggler threshold {threshold}: must be >= 0")
+
+
+def rank_table(
+    times: Iterable[RankTime], threshold: float = DEFAULT_STRAGGLER_THRESHOLD
+) -> RankTable:
+    """Ranks side by side, stragglers flagged; two entries claiming one rank is an error."""
+    check_threshold(threshold)
     by_rank: dict[int, RankTime] = {}
-    for path in paths:
-        trace = read_trace(path, format)
-        rank = rank_of(trace, path)
-        if rank in by_rank:
+    for time in times:
+        if time.rank in by_rank:
             raise UsageError(
-                f"{path}: rank {rank} is also the rank of {by_rank[rank].source}; "
-                "pass one trace per rank"
+                f"{time.source}: rank {time.rank} is also the rank of "
+                f"{by_rank[time.rank].source}; pass one trace per rank"
             )
-        by_rank[rank] = _rank_time(trace, rank, str(path))
+        by_rank[time.rank] = time
     if not by_rank:
         raise UsageError("no rank traces given")
     median = int(np.median([rank.step_ns for rank in by_rank.values()]))
@@ -129,3 +140,25 @@ def summarize_ranks(
         replace(by_rank[rank], straggler=by_rank[rank].step_ns > limit) for rank in sorted(by_rank)
     )
     return RankTable(ranks=ranks, median_step_ns=median, threshold=threshold)
+
+
+def summarize_ranks(
+    paths: Sequence[Path],
+    threshold: float = DEFAULT_STRAGGLER_THRESHOLD,
+    format: str | None = None,
+) -> RankTable:
+    """Read every rank trace, one after the other, and compare them (`rank_dataset` does it
+    in parallel on Dask); two files claiming one rank is an error."""
+    check_threshold(threshold)
+    times: list[RankTime] = []
+    seen: dict[int, str] = {}
+    for path in paths:
+        trace = read_trace(path, format)
+        rank = rank_of(trace, path)
+        if rank in seen:  # before reading the remaining files
+            raise UsageError(
+                f"{path}: rank {rank} is also the rank of {seen[rank]}; pass one trace per rank"
+            )
+        seen[rank] = str(path)
+        times.append(rank_time(trace, rank, str(path)))
+    return rank_table(times, threshold)

@@ -17,6 +17,7 @@ COMMAND_MODULES = (
     "irprof.cli.capture_cmd",
     "irprof.cli.annotate_cmd",
     "irprof.cli.trace_cmd",
+    "irprof.cli.sql_cmd",
     "irprof.cli.dag_cmd",
     "irprof.cli.opt_cmd",
     "irprof.cli.top_cmd",

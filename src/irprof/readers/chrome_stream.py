@@ -73,7 +73,10 @@ from irprof.trace.io import args_array
 from irprof.trace.model import EventKind
 
 I64 = npt.NDArray[np.int64]
-SEGMENT_BYTES = 192 << 20  # JSON text per segment (one run): ~0.4 GB of peak memory
+SEGMENT_BYTES = 128 << 20  # JSON text per segment (one run): ~0.3 GB of peak memory
+# What the first pass keeps of a flow event, and in which type (ts without the base time).
+FLOW_FIELDS = {"row": np.int64, "phase": np.int8, "pid": np.int32, "tid": np.int32,
+               "ts_ns": np.int64, "cat": np.int32}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -95,7 +98,8 @@ class _Kept:
     meta: dict[tuple[int, int, int], tuple[int, bytes]] = field(default_factory=dict)
     begin_end: list[tuple[Any, ...]] = field(default_factory=list)  # phase, pid, tid, ts, ...
     begin_end_args: list[bytes] = field(default_factory=list)
-    flows: list[tuple[I64, ...]] = field(default_factory=list)  # row, phase, pid, tid, ts, cat
+    # Flow points, one list of per-segment arrays per field (row, phase, pid, tid, ts_ns, cat).
+    flows: dict[str, list[Any]] = field(default_factory=lambda: {key: [] for key in FLOW_FIELDS})
     flow_ids: list[I64 | list[Any]] = field(default_factory=list)
     flow_binds_next: list[npt.NDArray[np.bool_]] = field(default_factory=list)
     names: set[int] = field(default_factory=set)
@@ -166,10 +170,10 @@ class _FirstPass:
             self.kept.begin_end_args.extend(bytes(args[row]) for row in paired.tolist())
         if columns.flow_rows:
             rows = np.concatenate(columns.flow_rows)
-            self.kept.flows.append(
-                (rows + first, phase[rows], pid_ids[rows], tid_ids[rows], ts_ns[rows],
-                 cat_ids[rows])
-            )  # fmt: skip
+            point_fields = (rows + first, phase[rows], pid_ids[rows], tid_ids[rows],
+                            ts_ns[rows], cat_ids[rows])  # fmt: skip
+            for key, value in zip(FLOW_FIELDS, point_fields, strict=True):
+                self.kept.flows[key].append(value.astype(FLOW_FIELDS[key]))
             self.kept.flow_ids.extend(columns.flow_ids)
             self.kept.flow_binds_next.extend(columns.binds_next)
         direct = np.nonzero(
@@ -361,12 +365,11 @@ def _finish_first_pass(path: Path, first: _FirstPass, stream: EventStream) -> St
 
 
 def _flow_points(kept: _Kept, cats: Interner, track_key: Any) -> FlowPoints | None:
-    """The flow events as `FlowPoints`, keyed as `FieldColumns.flow_fields` keys them."""
-    if not kept.flows:
+    """The flow events as `FlowPoints` in time order (file order among equal times), keyed as
+    `FieldColumns.flow_fields` keys them; the first pass's copies are freed on the way."""
+    if not kept.flow_ids:
         return None
-    row, phase, pid, tid, ts_ns, cat = (
-        np.concatenate(parts) for parts in zip(*kept.flows, strict=True)
-    )
+    fields = {key: np.concatenate(kept.flows.pop(key)) for key in FLOW_FIELDS}
     if all(isinstance(ids, np.ndarray) for ids in kept.flow_ids):
         numeric, inverse = np.unique(np.concatenate(kept.flow_ids), return_inverse=True)
         id_ids, table_size = inverse.astype(np.int64).reshape(-1), len(numeric)
@@ -381,15 +384,19 @@ def _flow_points(kept: _Kept, cats: Interner, track_key: Any) -> FlowPoints | No
             [0 if value is None else numeric_id(value) for value in id_table], np.int64
         )
         table_size = len(id_table)
-    point_phase = (phase - (PHASE_FLOW_START - FLOW_START)).astype(np.int8)
-    binds_next = np.concatenate(kept.flow_binds_next)
-    kept.flows.clear()
+    kept.flow_ids.clear()
+    order = np.argsort(fields["ts_ns"], kind="stable")
+    phase = (fields.pop("phase")[order] - (PHASE_FLOW_START - FLOW_START)).astype(np.int8)
+    binds_next = np.concatenate(kept.flow_binds_next)[order]
+    kept.flow_binds_next.clear()
+    id_ids = id_ids[order]
+    key = fields.pop("cat")[order] * max(table_size, 1) + id_ids
     return FlowPoints(
-        track=track_key(pid, tid),
-        ts_ns=ts_ns,
-        phase=point_phase,
-        bind_enclosing=~((point_phase == FLOW_END) & binds_next),
-        key=cat * max(table_size, 1) + id_ids,
+        track=track_key(fields.pop("pid")[order], fields.pop("tid")[order]),
+        ts_ns=fields.pop("ts_ns")[order],
+        phase=phase,
+        bind_enclosing=~((phase == FLOW_END) & binds_next),
+        key=key,
         flow_id=numeric[id_ids],
-        order=row.astype(np.int64),
+        order=fields.pop("row")[order],
     )

@@ -23,7 +23,7 @@ from irprof.trace.model import Flows, Tracks
 from irprof.trace.parquet_stream import ParquetTraceWriter
 
 I64 = npt.NDArray[np.int64]
-ROW_GROUP_ROWS = 1 << 18  # merged rounds are gathered up to this many rows per row group
+ROW_GROUP_ROWS = 1 << 17  # merged rounds are gathered up to this many rows per row group
 
 
 @dataclass
@@ -59,8 +59,12 @@ class StreamEnd:
                 if unbound:
                     self.warnings.append(f"{unbound} flow event(s) found no slice to bind to")
             self.flow_count = len(flows)
-            header = trace_header(self.strings, self.tracks, flows, self.metadata, self.warnings)
-            writer.finish(header)
+            del sweep
+            self.points = None
+            header = trace_header(
+                self.strings, self.tracks, Flows.empty(), self.metadata, self.warnings
+            )
+            writer.finish(header, flows)
         except BaseException:
             writer.abort()
             raise

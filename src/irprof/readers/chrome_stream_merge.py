@@ -150,10 +150,12 @@ class FlowSweep:
     """Binds flow points to slice rows while the merged rows go by (see the module doc)."""
 
     def __init__(self, points: FlowPoints) -> None:
+        """`points` in time order (their binding does not depend on that; rounds take them
+        by time)."""
+        if np.any(np.diff(points.ts_ns) < 0):
+            raise ValueError("FlowSweep needs its points sorted by time")
         self.points = points
         self.bound = np.full(len(points.ts_ns), -1, dtype=np.int64)
-        self._by_ts = np.argsort(points.ts_ns, kind="stable")
-        self._sorted_ts = points.ts_ns[self._by_ts]
         self._next = 0
         self._tracks = np.unique(points.track)
         self._pending: dict[int, I64] = {}  # track -> `f` points still waiting for a slice
@@ -163,11 +165,11 @@ class FlowSweep:
     def advance(self, rows: I64, track: I64, ts: I64, end: I64, bound_ts: int | None) -> None:
         """Take one round's slices (row order) and bind the points before `bound_ts`."""
         stop = (
-            len(self._sorted_ts)
+            len(self.bound)
             if bound_ts is None
-            else int(np.searchsorted(self._sorted_ts, bound_ts, side="left"))
+            else int(np.searchsorted(self.points.ts_ns, bound_ts, side="left"))
         )
-        new = self._by_ts[self._next : stop]
+        new = np.arange(self._next, max(stop, self._next), dtype=np.int64)
         self._next = stop
         keep = np.isin(track, self._tracks)
         rows, track, ts, end = rows[keep], track[keep], ts[keep], end[keep]

@@ -306,7 +306,8 @@ def parquet_header(path: str | Path) -> dict[str, Any]:
     """The irprof header of a Parquet trace (strings, tracks, flows, metadata, warnings), read
     from the file's footer without reading any event."""
     source = Path(path)
-    return msgspec.structs.asdict(_read_header(source, _parquet_file(source)))
+    header: dict[str, Any] = msgspec.to_builtins(_read_header(source, _parquet_file(source)))
+    return header
 
 
 def _read_header(source: Path, parquet: Any) -> _Header:

@@ -18,6 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from irprof.trace.io import KIND_LABELS, PARQUET_METADATA_KEY, events_table
+from irprof.trace.model import Flows
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
 # zstd as `save_parquet` uses; level 1 compresses Kineto args ~4x at several times level 3's speed
 COMPRESSION = "zstd"
 COMPRESSION_LEVEL = 1
+ENCODE_SLICE = 1 << 16  # flow ids encoded per slice when the header is written
 
 
 def _events_schema() -> pa.Schema:
@@ -40,6 +42,15 @@ def _events_schema() -> pa.Schema:
             ("kind", pa.dictionary(pa.int8(), pa.string())),
             ("args", pa.large_string()),
         ]
+    )
+
+
+def _json_integers(values: npt.NDArray[Any]) -> bytes:
+    """`values` as comma-separated JSON integers, a slice at a time."""
+    return b",".join(
+        msgspec.json.encode(values[start : start + ENCODE_SLICE].tolist())[1:-1]
+        for start in range(0, len(values), ENCODE_SLICE)
+        if len(values[start : start + ENCODE_SLICE])
     )
 
 
@@ -86,13 +97,23 @@ class ParquetTraceWriter:
         self._writer.write_table(table)
         self.rows += len(ts_ns)
 
-    def finish(self, header: dict[str, Any]) -> None:
-        """Store `header` (from `trace_header`, with this writer's strings) and close the file."""
+    def finish(self, header: dict[str, Any], flows: Flows | None = None) -> None:
+        """Store `header` (from `trace_header`, with this writer's strings) and close the file.
+        `flows`, when given, replace the header's (encoded a slice at a time: millions of
+        flows never become Python lists)."""
         if self._writer is None:
             raise ValueError("ParquetTraceWriter.finish called twice")
         if header.get("strings") != self.strings or header.get("kind_labels") != KIND_LABELS:
             raise ValueError("header strings or kind labels differ from the written columns")
-        self._writer.add_key_value_metadata({PARQUET_METADATA_KEY: msgspec.json.encode(header)})
+        encoded = msgspec.json.encode({key: value for key, value in header.items()
+                                       if flows is None or key != "flows"})  # fmt: skip
+        if flows is not None:
+            arrays = (("src", flows.src), ("dst", flows.dst), ("flow_id", flows.flow_id))
+            lists = b",".join(
+                b'"%s":[%s]' % (key.encode(), _json_integers(values)) for key, values in arrays
+            )
+            encoded = encoded[:-1] + b',"flows":{' + lists + b"}}"
+        self._writer.add_key_value_metadata({PARQUET_METADATA_KEY: encoded})
         self._writer.close()
         self._writer = None
 

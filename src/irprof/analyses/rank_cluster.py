@@ -1,0 +1,162 @@
+"""Where per-rank work runs: a dask.distributed cluster (local or remote), or this process.
+
+`open_runner(ClusterOptions(...))` yields a `Runner` whose `map` applies a function to items in
+parallel and returns the results in the items' order, calling `on_done` as each one finishes
+(for a progress bar fed by the scheduler's completion events). By default a local cluster of one
+single-threaded worker process per core (the work is Python and numpy under the GIL, so
+processes, not threads); `scheduler="tcp://HOST:PORT"` uses a running `dask scheduler` (its
+workers must see the same files: a shared file system); `workers=0` runs everything here, in
+order, without Dask. A task that dies with its worker comes back as the exception, in its place,
+so one bad rank never loses the others.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import logging
+import os
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar, cast
+
+from irprof.errors import UsageError
+
+Item = TypeVar("Item")
+Result = TypeVar("Result")
+CONNECT_TIMEOUT_S = 20
+
+
+@dataclass(frozen=True)
+class ClusterOptions:
+    """How to run per-rank work: an existing scheduler, a local cluster's size, or serially."""
+
+    scheduler: str | None = None  # tcp://HOST:PORT of a running `dask scheduler`
+    workers: int | None = None  # local cluster workers (None: one per core); 0: this process
+
+    def check(self) -> None:
+        """Refuse contradictory or impossible options."""
+        if self.workers is not None and self.workers < 0:
+            raise UsageError(f"--workers {self.workers}: must be 0 (no Dask) or more")
+        if self.scheduler is not None and self.workers is not None:
+            raise UsageError("--scheduler and --workers: pass one (a running cluster has its own)")
+
+
+class Runner(Protocol):
+    """Applies a function to items somewhere; results in the items' order."""
+
+    description: str
+
+    def map(
+        self,
+        function: Callable[[Item], Result],
+        items: Sequence[Item],
+        on_done: Callable[[Result | BaseException], None] | None = None,
+    ) -> list[Result | BaseException]:
+        """`function(item)` for every item; an exception that escaped a task, in its place."""
+        ...
+
+
+class SerialRunner:
+    """Everything in this process, one item after the other."""
+
+    description = "in this process"
+
+    def map(
+        self,
+        function: Callable[[Item], Result],
+        items: Sequence[Item],
+        on_done: Callable[[Result | BaseException], None] | None = None,
+    ) -> list[Result | BaseException]:
+        """`function(item)` for every item, in order."""
+        results: list[Result | BaseException] = []
+        for item in items:
+            result: Result | BaseException
+            try:
+                result = function(item)
+            except Exception as exc:  # a bug in one task must not lose the others' results
+                result = exc
+            results.append(result)
+            if on_done is not None:
+                on_done(result)
+        return results
+
+
+class DaskRunner:
+    """Tasks on a dask.distributed cluster through its client."""
+
+    def __init__(self, client: Any, description: str) -> None:
+        self.client = client
+        self.description = description
+
+    def map(
+        self,
+        function: Callable[[Item], Result],
+        items: Sequence[Item],
+        on_done: Callable[[Result | BaseException], None] | None = None,
+    ) -> list[Result | BaseException]:
+        """Submit every item, collect as they complete (the scheduler reports each one)."""
+        futures = self.client.map(function, list(items), pure=False)
+        place = {future.key: index for index, future in enumerate(futures)}
+        results: list[Result | BaseException | None] = [None] * len(futures)
+        for future in _distributed().as_completed(futures):
+            outcome: Result | BaseException
+            try:
+                outcome = future.result()
+            except Exception as exc:  # the task raised, or its worker died
+                outcome = exc
+            results[place[future.key]] = outcome
+            if on_done is not None:
+                on_done(outcome)
+        return cast(list[Result | BaseException], results)
+
+
+def _distributed() -> Any:
+    """The `distributed` package, imported on first use (an optional extra; its API untyped)."""
+    return importlib.import_module("distributed")
+
+
+def local_worker_count(options: ClusterOptions, tasks: int | None = None) -> int:
+    """Workers of the default local cluster: one per core, no more than there are tasks."""
+    count = options.workers or os.cpu_count() or 1
+    return max(1, min(count, tasks)) if tasks else count
+
+
+@contextlib.contextmanager
+def open_runner(options: ClusterOptions, tasks: int | None = None) -> Iterator[Runner]:
+    """A runner for `options` (see the module doc); the local cluster stops on exit."""
+    options.check()
+    if options.workers == 0:
+        yield SerialRunner()
+        return
+    try:
+        distributed = _distributed()
+    except ImportError as exc:
+        raise UsageError(
+            "running on Dask needs dask.distributed: pip install 'irprof[dist]' "
+            "(or pass --workers 0 to run in this process)"
+        ) from exc
+    if options.scheduler is not None:
+        try:
+            client = distributed.Client(options.scheduler, timeout=CONNECT_TIMEOUT_S)
+        except (OSError, TimeoutError, ValueError) as exc:
+            raise UsageError(
+                f"--scheduler {options.scheduler}: cannot connect ({exc}); start one with "
+                "`dask scheduler` and workers with `dask worker ADDRESS`"
+            ) from exc
+        with contextlib.closing(client):
+            workers = len(client.scheduler_info().get("workers", {}))
+            yield DaskRunner(client, f"on {options.scheduler} ({workers} worker(s))")
+        return
+    count = local_worker_count(options, tasks)
+    with (
+        distributed.LocalCluster(
+            n_workers=count,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=None,
+            silence_logs=logging.ERROR,
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
+        yield DaskRunner(client, f"on a local Dask cluster of {count} worker(s)")
