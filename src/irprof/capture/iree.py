@@ -39,7 +39,7 @@ from irprof.capture.iree_inputs import (
 )
 from irprof.capture.iree_tools import compile_module, profile_module, profile_projection
 from irprof.capture.subprocess_run import check_capture_arguments, model_label, staged_bundle
-from irprof.errors import CaptureError, UsageError
+from irprof.errors import CaptureError, MlirError, UsageError
 from irprof.fileio import write_bytes_atomic
 from irprof.mlir.context import make_context
 from irprof.mlir.load import load_module
@@ -104,7 +104,13 @@ def write_iree_bundle(
     """
     if options.inputs and options.inputs_npz:
         raise UsageError("give inputs either as --input specs or as --inputs FILE.npz, not both")
-    module = load_module(source, make_context())
+    try:
+        module = load_module(source, make_context())
+    except MlirError as exc:
+        if not provenance:
+            raise
+        # A framework's IR may sit in a temporary folder: name what the user knows instead.
+        raise MlirError(f"{subject}: {str(exc).replace(str(source), source.name)}") from exc
     level = source_level(module)
     signature = function_signature(module, options.function, subject)
     folder.mkdir(parents=True, exist_ok=True)

@@ -174,6 +174,7 @@ def _correlate(
     members: dict[int, set[str]] = defaultdict(set)  # position -> dispatch keys it ran in
     shares: dict[int, dict[str, float]] = defaultdict(dict)
     unmatched: dict[str, UnmatchedEvent] = {}
+    located = _located_targets(infos) if is_flow else {}
     profiled = attributed = 0.0
     for row in rows:
         key = trace.name_of(row)
@@ -183,7 +184,7 @@ def _correlate(
         plan = plans.get(key)
         if not is_flow and site is not None and plan is not None:
             plan = sites.plans.get(site, plan)  # this instance's own source ops
-        weights, calls, total = _weights(plan, is_flow)
+        weights, calls, total = _weights(plan, is_flow, located)
         if plan is None or total <= 0 or not weights:
             why = (
                 f"no flow.executable export named '{key}' in ir/{FLOW}.mlir"
@@ -254,19 +255,42 @@ def _correlate(
 
 
 def _weights(
-    plan: DispatchPlan | None, is_flow: bool
+    plan: DispatchPlan | None, is_flow: bool, located: dict[int, int]
 ) -> tuple[dict[int, float], dict[int, float], float]:
     """(target position -> weight, call position -> weight, total weight) of one dispatch."""
     if plan is None:
         return {}, {}, 0.0
     if is_flow:
-        weights = dict(plan.flow_weights)
+        weights: dict[int, float] = defaultdict(float)
+        for position, weight in plan.flow_weights.items():
+            weights[located.get(position, position)] += weight
         total = sum(weights.values())
         if total <= 0 and weights:  # nothing weighable (a pure copy): every op evenly
             weights = dict.fromkeys(weights, 1.0)
             total = float(len(weights))
         return weights, {}, total
     return dict(plan.source_weights), dict(plan.call_weights), plan.total_weight
+
+
+def _located_targets(infos: list[OpInfo]) -> dict[int, int]:
+    """Op without any location key -> its nearest ancestor with one: IREE gives the bodies of
+    named ops it generates `loc(unknown)`, and their work is the named op's."""
+    position_of = {info.op: position for position, info in enumerate(infos)}
+    targets: dict[int, int] = {}
+    for position, info in enumerate(infos):
+        if info.key.name or info.key.source or info.key.origin:
+            continue
+        parent = info.op.parent
+        while parent is not None:
+            owner = position_of.get(parent)
+            if owner is None:
+                break
+            key = infos[owner].key
+            if key.name or key.source or key.origin:
+                targets[position] = owner
+                break
+            parent = parent.parent
+    return targets
 
 
 def _add_unmatched(table: dict[str, UnmatchedEvent], name: str, ns: int, reason: str) -> None:

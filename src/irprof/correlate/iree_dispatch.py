@@ -196,8 +196,10 @@ def add_to_plan(
     plan.flow_weights[position] = weight
     if weight <= 0:
         return
-    stamped = _op_origins(info.location, level, functions) or _parent_origins(
-        info.op, level, functions
+    stamped = (
+        _init_origins(info.op, level, functions)
+        or _op_origins(info.location, level, functions)
+        or _parent_origins(info.op, level, functions)
     )
     if not stamped:
         plan.unresolved_weight += weight
@@ -205,6 +207,25 @@ def add_to_plan(
     plan.source_weights[stamped[0]] += weight
     for call in stamped[1:]:
         plan.call_weights[call] += weight
+
+
+def _init_origins(op: ir.Operation, level: str, functions: frozenset[int]) -> list[int]:
+    """The origins of the op a `linalg.fill` initialises (a matmul's zeroed accumulator).
+
+    CSE merges the identical zero fills of every matmul before dispatches form and keeps the
+    first one's location, so the fill in the second layer's dispatch names the first layer:
+    its work belongs to the op that consumes it."""
+    if op.name != "linalg.fill":
+        return []
+    for result in op.results:
+        for use in result.uses:
+            user = use.owner
+            stamped = _op_origins(user.location, level, functions) or _parent_origins(
+                user, level, functions
+            )
+            if stamped:
+                return stamped
+    return []
 
 
 def _inside_executable(op: ir.Operation) -> bool:
