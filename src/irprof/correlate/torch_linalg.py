@@ -26,7 +26,7 @@ from iree.compiler import ir
 
 from irprof.bundle import RunBundle
 from irprof.correlate.base import CorrelationResult
-from irprof.correlate.flops import share_weights
+from irprof.mlir.cost_model import share_weights
 from irprof.correlate.ledger import Ledger
 from irprof.coverage import UnmatchedEvent, is_trivial_op
 from irprof.mlir.locations import render
@@ -54,6 +54,20 @@ def _consumers(infos: Sequence[OpInfo]) -> dict[str, list[str]]:
                 if user is not None and user not in users[origin]:
                     users[origin].append(user)
     return users
+
+
+def _constant_inputs(infos: Sequence[OpInfo]) -> set[str]:
+    """Origins of upper ops whose operands all come from constants (literals, frozen
+    parameters and buffers): lowering may fold such an op into a constant."""
+    trivial = {info.op for info in infos if is_trivial_op(info.op_name)}
+    found = set()
+    for info in infos:
+        if not info.keys.origins or is_trivial_op(info.op_name) or not info.op.operands:
+            continue
+        owners = [operand.owner for operand in info.op.operands]
+        if all(isinstance(o, ir.Operation) and o in trivial for o in owners):
+            found.add(info.keys.origins[0])
+    return found
 
 
 def _forward(origin: str, users: dict[str, list[str]], lowered: dict[str, list[int]]) -> list[int]:
@@ -87,7 +101,9 @@ def correlate_linalg_level(
             continue  # containers and terminators inherit stamps but do no work
         for stamp in info.keys.origins:
             lowered[stamp].append(position)
-    users = _consumers(derive_op_infos(bundle.ir("torch")))
+    upper_infos = derive_op_infos(bundle.ir("torch"))
+    users = _consumers(upper_infos)
+    folded = _constant_inputs(upper_infos)
     profiled_ns = int(upper.totals.get("profiled_ns", 0))
     ledger = Ledger()
     forwarded: dict[int, list[str]] = defaultdict(list)
@@ -106,6 +122,12 @@ def correlate_linalg_level(
                 if origin
                 else f"torch op {entry.op_name} has no origin stamp to follow"
             )
+            if origin in folded:
+                reason = (
+                    f"torch op {entry.op_name} ({origin}): all its operands are constants of "
+                    "the frozen program (e.g. a buffer updated in place), so lowering folded "
+                    "it into a constant; eager PyTorch computed it, the lowered IR does not"
+                )
             ledger.unattributed(label, data.total_ns, reason)
             continue
         weights, basis = share_weights([infos[p].op for p in targets])

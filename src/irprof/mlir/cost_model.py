@@ -1,0 +1,501 @@
+"""The cost of an op from its IR types: FLOPs and bytes moved, one model for every use.
+
+Attribution splits a fused kernel or a decomposed call over its ops by these FLOPs (or bytes for
+pure data movement); the roofline divides them by measured time; the MLGO log and `irprof.cost`
+carry them as features. Counting rules, per op executed once:
+
+- matrix products (dot/dot_general, MatMul, BatchMatMul, mm/bmm/addmm/linear, tosa.matmul,
+  fully_connected): 2*M*N*K, plus one per output element for a fused bias or activation;
+- convolutions (incl. depthwise and grouped, TF's backprop ops): 2 * output elements * the
+  filter elements feeding one output;
+- linalg structured ops (named or generic): iteration points * arithmetic ops in the body, so
+  `linalg.matmul` is 2*M*N*K and a ReLU generic is 2 per element (compare + select);
+- elementwise ops: one per output element (transcendentals too); reductions and pooling: one
+  per input element (pooling: per output element and window element when the window is known);
+- softmax and normalisations: a fixed count per element (`PER_ELEMENT`);
+- gathers, copies, transposes, broadcasts, pads, fills, casts: no FLOPs;
+- views, constants, metadata, terminators and ops inside a structured op's body (counted by
+  their parent): nothing at all.
+
+Bytes are the compulsory traffic of the op run alone: each distinct tensor operand read once and
+each result written once (linalg: the `outs` only when the body reads them); a slice or gather
+moves what it selects (twice: read and written) plus its indices. Scalars and resource handles
+move nothing. An unknown shape (unranked, dynamic) makes the number None, never a guess.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+from iree.compiler import ir
+
+from irprof.mlir.cost_shapes import (
+    Shape,
+    attr_text,
+    bool_attr,
+    dims_in,
+    elements,
+    int_list,
+    is_index_tensor,
+    is_tensor,
+    linalg_domain,
+    shape_of,
+    sum_bytes,
+    torch_int_list,
+    value_bytes,
+)
+
+# FLOPs per input element of the ops that are a fixed recipe per element.
+PER_ELEMENT = {
+    "softmax": 5, "_softmax": 5, "log_softmax": 5, "_log_softmax": 5, "logsoftmax": 5,
+    "sparsesoftmaxcrossentropywithlogits": 6, "softmaxcrossentropywithlogits": 6,
+    "native_layer_norm": 8, "layer_norm": 8, "layernorm": 8, "group_norm": 8,
+    "native_group_norm": 8, "instance_norm": 8, "rms_norm": 4, "batch_norm": 4,
+    "native_batch_norm": 4, "_native_batch_norm_legit_no_training": 4, "fusedbatchnorm": 4,
+    "fusedbatchnormv3": 4, "batch_norm_inference": 2, "batch_norm_training": 6,
+}  # fmt: skip
+MATMUL_KINDS = frozenset(
+    {"matmul", "batchmatmul", "batchmatmulv2", "batchmatmulv3", "_fusedmatmul", "mm", "bmm",
+     "addmm", "linear", "batch_matmul", "matvec", "baddbmm", "addbmm", "einsum", "dot",
+     "dot_general", "fully_connected"}
+)  # fmt: skip
+CONV_KINDS = frozenset(
+    {"conv1d", "conv2d", "conv3d", "convolution", "_convolution", "_fusedconv2d",
+     "depthwiseconv2dnative", "_fuseddepthwiseconv2dnative", "conv2dbackpropinput",
+     "conv2dbackpropfilter", "depthwise_conv2d", "transpose_conv2d"}
+)  # fmt: skip
+POOL_KINDS = frozenset(
+    {"maxpool", "avgpool", "maxpool3d", "avgpool3d", "max_pool2d", "avg_pool2d",
+     "max_pool2d_with_indices", "max_pool1d", "max_pool3d", "adaptive_avg_pool2d",
+     "reduce_window", "maxpoolgrad", "avgpoolgrad", "max_pool2d_with_indices_backward"}
+)  # fmt: skip
+REDUCTION_KINDS = frozenset(
+    {"sum", "mean", "max", "min", "prod", "amax", "amin", "var_mean", "var", "std", "argmax",
+     "argmin", "logsumexp", "reduce", "any", "all", "biasaddgrad", "reduce_sum", "reduce_max",
+     "reduce_min", "reduce_prod", "reduce_all", "reduce_any", "norm", "linalg_vector_norm",
+     "euclideannorm"}
+)  # fmt: skip
+GATHER_KINDS = frozenset(
+    {"gather", "gatherv2", "gathernd", "resourcegather", "embedding", "index_select",
+     "dynamic_slice", "dynamic_gather", "torch_gather", "take", "index", "extract"}
+)  # fmt: skip
+SCATTER_KINDS = frozenset(
+    {"scatter", "scatternd", "tensorscatterupdate", "tensorscatteradd", "index_put",
+     "index_put_", "scatter_add", "scatter_reduce", "dynamic_update_slice"}
+)  # fmt: skip
+SLICE_KINDS = frozenset({"slice", "stridedslice", "extract_slice", "narrow"})
+COPY_KINDS = frozenset(
+    {"transpose", "broadcast_in_dim", "broadcast", "broadcastto", "concatenate", "concat",
+     "concatv2", "cat", "pad", "padv2", "mirrorpad", "tile", "reverse", "reversev2", "copy",
+     "clone", "contiguous", "cast", "convert", "to", "_to_copy", "insert_slice", "stack",
+     "pack", "unpack", "unstack", "split", "splitv", "repeat", "roll", "flip", "gather_elements"}
+)  # fmt: skip
+FILL_KINDS = frozenset(
+    {"fill", "zeroslike", "oneslike", "zeros", "ones", "full", "zeros_like", "ones_like",
+     "full_like", "iota", "arange", "splat", "new_zeros", "new_ones"}
+)  # fmt: skip
+FREE_KINDS = frozenset(
+    {"view", "_unsafe_view", "reshape", "expand", "squeeze", "unsqueeze", "t", "permute",
+     "alias", "as_strided", "detach", "unflatten", "flatten", "expand_shape", "collapse_shape",
+     "identity", "identityn", "readvariableop", "const", "constant", "literal", "listconstruct",
+     "empty", "bitcast", "bitcast_convert", "stopgradient", "shape", "shapen", "size", "int",
+     "float", "bool", "none", "str", "device", "to_builtin_tensor", "from_builtin_tensor",
+     "numtotensor", "squeeze_dim", "expand_dims", "expanddims", "placeholder", "noop", "return",
+     "yield", "get_tuple_element", "tuple", "optimization_barrier", "return_op", "dim",
+     "assignvariableop", "varhandleop", "_arg", "_retval", "fetch", "island", "graph",
+     "preventgradient", "checknumerics", "snapshot", "func", "module", "global", "dense_resource",
+     "ensureshape", "reshape_as", "view_as", "expand_as", "empty_like", "tensor_static_info_cast",
+     "copy_to_value_tensor", "copy_to_non_value_tensor", "overwrite_tensor_contents",
+     # Region control flow: the ops in its regions carry the work.
+     "for", "while", "if", "case", "condition", "execute_region", "forall", "parallel",
+     "in_parallel", "cond_if", "while_loop", "br", "cond_br", "assert"}
+)  # fmt: skip
+# Per dialect, a kind that means another thing there: torch's `slice`/`select` are views.
+DIALECT_FREE = frozenset({"torch:slice", "torch:select", "torch:transpose", "torch:expand"})
+# Ops whose regions are their payload: the region's ops are counted by the parent.
+PAYLOAD_PARENTS = frozenset(
+    {"stablehlo.reduce", "stablehlo.reduce_window", "stablehlo.scatter", "stablehlo.sort",
+     "stablehlo.select_and_scatter", "stablehlo.map", "stablehlo.all_reduce",
+     "stablehlo.reduce_scatter", "tensor.pad", "tensor.generate", "tosa.custom"}
+)  # fmt: skip
+# Body ops that are bookkeeping, not arithmetic.
+BODY_NON_COMPUTE = frozenset(
+    {"arith.constant", "arith.index_cast", "arith.index_castui", "arith.bitcast",
+     "stablehlo.constant", "stablehlo.return"}
+)  # fmt: skip
+# Ops that run other functions: their work is their callee's ops', not their own.
+CALL_KINDS = frozenset(
+    {"call", "call_indirect", "dispatch", "statefulpartitionedcall", "partitionedcall",
+     "statelessif", "statelesswhile", "invoke"}
+)  # fmt: skip
+TORCH_NAMESPACES = frozenset({"aten", "prim", "prims", "quantized", "torchvision", "onnx"})
+
+
+@dataclass(frozen=True)
+class OpCost:
+    """FLOPs and bytes moved by one execution of an op; None where a shape is unknown."""
+
+    flops: int | None
+    bytes: int | None
+    category: str  # matmul conv pool elementwise reduction softmax/norm gather copy free body
+
+    @property
+    def known(self) -> bool:
+        """Both numbers are known."""
+        return self.flops is not None and self.bytes is not None
+
+    @property
+    def intensity(self) -> float | None:
+        """Arithmetic intensity (FLOPs per byte); None when unknown or no bytes move."""
+        if self.flops is None or not self.bytes:
+            return None
+        return self.flops / self.bytes
+
+
+FREE = OpCost(0, 0, "free")
+BODY = OpCost(0, 0, "body")
+UNKNOWN_CALL = OpCost(None, None, "call")
+
+
+def op_kind(op_name: str) -> str:
+    """`tf.Conv2D` -> `conv2d`, `torch.aten.add.Tensor` -> `add`, `linalg.matmul` -> `matmul`."""
+    parts = op_name.split(".")
+    if parts[0] == "torch" and len(parts) >= 3 and parts[1] in TORCH_NAMESPACES:
+        return parts[2].lower().rstrip("_") or parts[2].lower()
+    return parts[-1].lower()
+
+
+def _results(op: ir.Operation) -> list[ir.Value]:
+    return list(op.results)
+
+
+def _out_shape(op: ir.Operation) -> Shape | None:
+    """The first result's static shape; `()` for a scalar result, None when unknown."""
+    results = _results(op)
+    if not results:
+        return None
+    result_type = results[0].type
+    return shape_of(result_type) if is_tensor(result_type) else ()
+
+
+def _tensor_shapes(op: ir.Operation) -> list[Shape | None]:
+    """Shapes of the operands that are tensors (scalars and lists left out)."""
+    return [shape_of(value.type) for value in op.operands if is_tensor(value.type)]
+
+
+def _io_bytes(op: ir.Operation) -> int | None:
+    return sum_bytes([*op.operands, *op.results])
+
+
+def _with_flops(op: ir.Operation, flops: int | None, category: str) -> OpCost:
+    return OpCost(flops, _io_bytes(op), category)
+
+
+def _elementwise(op: ir.Operation) -> OpCost:
+    out = _out_shape(op)
+    return _with_flops(op, None if out is None else elements(out), "elementwise")
+
+
+def _copy(op: ir.Operation) -> OpCost:
+    return OpCost(0, _io_bytes(op), "copy")
+
+
+def _fill(op: ir.Operation) -> OpCost:
+    return OpCost(0, sum_bytes(_results(op)), "copy")
+
+
+def _selected(op: ir.Operation, category: str) -> OpCost:
+    """A gather or slice: what it selects, read and written, plus integer index tensors."""
+    written = sum_bytes(_results(op))
+    indices = [v for v in list(op.operands)[1:] if is_index_tensor(v.type)]
+    index_bytes = sum_bytes(indices)
+    if written is None or index_bytes is None:
+        return OpCost(0, None, category)
+    return OpCost(0, 2 * written + index_bytes, category)
+
+
+def _gather(op: ir.Operation) -> OpCost:
+    return _selected(op, "gather")
+
+
+def _slice(op: ir.Operation) -> OpCost:
+    return _selected(op, "copy")
+
+
+def _scatter(op: ir.Operation) -> OpCost:
+    operands = list(op.operands)
+    updates = operands[-1] if operands else None
+    size = value_bytes(updates) if updates is not None else None
+    shape = shape_of(updates.type) if updates is not None else None
+    if size is None or shape is None:
+        return OpCost(None, None, "gather")
+    index_bytes = sum_bytes(operands[1:-1]) or 0
+    return OpCost(elements(shape), 2 * size + index_bytes, "gather")
+
+
+def _per_element(op: ir.Operation) -> OpCost:
+    shapes = _tensor_shapes(op)
+    first = shapes[0] if shapes else _out_shape(op)
+    kind = op_kind(op.name)
+    category = "softmax" if "softmax" in kind else "norm"
+    flops = None if first is None else PER_ELEMENT[kind] * elements(first)
+    return _with_flops(op, flops, category)
+
+
+def _body_compute_ops(op: ir.Operation) -> int:
+    count = 0
+    for region in op.regions:
+        for block in region.blocks:
+            for inner in block.operations:
+                name = inner.operation.name
+                dialect = name.split(".", 1)[0]
+                if name in BODY_NON_COMPUTE or name.endswith(("yield", "return")):
+                    continue
+                if dialect in ("arith", "math", "complex", "stablehlo", "chlo", "tosa"):
+                    count += 1
+    return count
+
+
+def _reduction(op: ir.Operation) -> OpCost:
+    shapes = _tensor_shapes(op)
+    first = shapes[0] if shapes else None
+    per_element = max(1, _body_compute_ops(op) // max(1, len(_results(op))))
+    flops = None if first is None else elements(first) * per_element
+    return _with_flops(op, flops, "reduction")
+
+
+def _window(op: ir.Operation) -> tuple[int, ...] | None:
+    for name in ("ksize", "kernel", "window_dimensions"):
+        window = int_list(op, name)
+        if window:
+            return window
+    operands = list(op.operands)
+    if op.name.startswith("torch.") and len(operands) > 1:
+        return torch_int_list(operands[1])
+    return None
+
+
+def _pool(op: ir.Operation) -> OpCost:
+    out, shapes, window = _out_shape(op), _tensor_shapes(op), _window(op)
+    if out is not None and window:
+        return _with_flops(op, elements(out) * elements(window), "pool")
+    first = shapes[0] if shapes else None
+    return _with_flops(op, None if first is None else elements(first), "pool")
+
+
+def _contracted(op: ir.Operation, kind: str, lhs: Shape) -> int | None:
+    """K of a matrix product from its first matrix operand and the op's attributes."""
+    if kind == "dot_general":
+        dims = dims_in(attr_text(op, "dot_dimension_numbers"), "lhs_contracting_dimensions")
+        if dims is None:
+            return None
+        return elements([lhs[d] for d in dims if d < len(lhs)])
+    if not lhs:
+        return None
+    transposed = bool_attr(op, "transpose_a") or bool_attr(op, "adj_x")
+    return lhs[-2] if transposed and len(lhs) >= 2 else lhs[-1]
+
+
+def _matmul(op: ir.Operation) -> OpCost:
+    kind = op_kind(op.name)
+    out, shapes = _out_shape(op), _tensor_shapes(op)
+    # addmm(bias, a, b): the first matrix is the second tensor operand.
+    first_index = 1 if kind in ("addmm", "baddbmm", "addbmm") else 0
+    if out is None or len(shapes) <= first_index or shapes[first_index] is None:
+        return OpCost(None, _io_bytes(op), "matmul")
+    lhs = shapes[first_index]
+    assert lhs is not None
+    contracted = _contracted(op, kind, lhs)
+    if contracted is None:
+        return OpCost(None, _io_bytes(op), "matmul")
+    # Tensors past the two matrices are a bias (and TF's fused activation inputs); TOSA's are
+    # zero points, except a fully connected layer's bias.
+    extra = max(0, len(shapes) - 2 - first_index) + (1 if first_index else 0)
+    if op.name.startswith("tosa."):
+        extra = 1 if kind == "fully_connected" and len(shapes) > 2 else 0
+    return _with_flops(op, 2 * elements(out) * contracted + extra * elements(out), "matmul")
+
+
+def _stablehlo_kernel_out(op: ir.Operation, kernel: Shape) -> int | None:
+    text = attr_text(op, "dimension_numbers")
+    if "x[" not in text:
+        return None
+    layout = text.split("x[", 1)[1].split("]", 1)[0].replace(" ", "").split(",")
+    return kernel[layout.index("o")] if "o" in layout and len(layout) == len(kernel) else None
+
+
+def _conv_macs(op: ir.Operation, kind: str, shapes: list[Shape | None]) -> tuple[int, int] | None:
+    """(output points, multiply-adds per point) of a convolution."""
+    out = _out_shape(op)
+    if len(shapes) < 2:
+        return None
+    dialect = op.name.split(".", 1)[0]
+    first, second = shapes[0], shapes[1]
+    if kind == "conv2dbackpropinput" and len(shapes) > 2 and second and shapes[2]:
+        return elements(shapes[2]), elements(second[:-1])
+    if kind == "conv2dbackpropfilter" and len(shapes) > 2 and out and shapes[2]:
+        return elements(shapes[2]), elements(out[:-1])
+    if kind == "transpose_conv2d" and first and second:
+        return elements(first), elements(second[:-1])
+    if out is None or second is None:
+        return None
+    if "depthwise" in kind:
+        return elements(out), elements(second[:2])
+    if dialect == "tf":  # filter [kh, kw, in, out]
+        return elements(out), elements(second[:-1])
+    if dialect == "stablehlo":
+        kernel_out = _stablehlo_kernel_out(op, second)
+        return None if not kernel_out else (elements(out), elements(second) // kernel_out)
+    return elements(out), elements(second[1:])  # torch [out, in/g, k...], tosa [out, k..., in]
+
+
+def _conv(op: ir.Operation) -> OpCost:
+    kind = op_kind(op.name)
+    shapes = _tensor_shapes(op)
+    macs = _conv_macs(op, kind, shapes)
+    if macs is None:
+        return OpCost(None, _io_bytes(op), "conv")
+    points, per_point = macs
+    # TF's fused convolutions take their bias/activation inputs as extra tensors.
+    extra = max(0, len(shapes) - 2) if kind.startswith("_fused") else 0
+    return _with_flops(op, 2 * points * per_point + extra * points, "conv")
+
+
+def _linalg_category(op: ir.Operation, body_ops: int) -> str:
+    kind = op_kind(op.name)
+    for marks, category in (
+        (("matmul", "matvec", "vecmat", "contract", "dot"), "matmul"),
+        (("conv",), "conv"),
+        (("pooling",), "pool"),
+        (("fill", "copy", "transpose", "broadcast"), "copy"),
+        (("reduce",), "reduction"),
+    ):
+        if any(mark in kind for mark in marks):
+            return category
+    if body_ops == 0:
+        return "copy"
+    iterators = attr_text(op, "iterator_types")
+    return "reduction" if "reduction" in iterators else "elementwise"
+
+
+def _linalg(op: ir.Operation, domain: int) -> OpCost:
+    """A linalg structured op: iteration points * body arithmetic; ins read, outs written."""
+    body_ops = _body_compute_ops(op)
+    operands = list(op.operands)
+    segments = int_list(op, "operandSegmentSizes")
+    inputs = segments[0] if segments else max(0, len(operands) - len(_results(op)))
+    outs = operands[inputs:]
+    block = op.regions[0].blocks[0] if op.regions and len(op.regions[0].blocks) else None
+    arguments = list(block.arguments) if block is not None else []
+    read_outs = [
+        value
+        for position, value in enumerate(outs)
+        if inputs + position < len(arguments) and len(list(arguments[inputs + position].uses))
+    ]
+    written = _results(op) or outs
+    moved = sum_bytes([*operands[:inputs], *read_outs, *written])
+    return OpCost(domain * body_ops, moved, _linalg_category(op, body_ops))
+
+
+Rule = Callable[[ir.Operation], OpCost]
+RULES: dict[str, Rule] = {
+    **dict.fromkeys(MATMUL_KINDS, _matmul),
+    **dict.fromkeys(CONV_KINDS, _conv),
+    **dict.fromkeys(POOL_KINDS, _pool),
+    **dict.fromkeys(REDUCTION_KINDS, _reduction),
+    **dict.fromkeys(PER_ELEMENT, _per_element),
+    **dict.fromkeys(GATHER_KINDS, _gather),
+    **dict.fromkeys(SCATTER_KINDS, _scatter),
+    **dict.fromkeys(SLICE_KINDS, _slice),
+    **dict.fromkeys(COPY_KINDS, _copy),
+    **dict.fromkeys(FILL_KINDS, _fill),
+    **dict.fromkeys(FREE_KINDS, lambda op: FREE),
+}
+
+
+def _is_payload(op: ir.Operation) -> bool:
+    parent = op.parent
+    if parent is None:
+        return False
+    name = parent.name
+    return name in PAYLOAD_PARENTS or name.startswith("linalg.")
+
+
+def op_cost(op: ir.Operation | ir.OpView) -> OpCost:
+    """FLOPs and bytes of one execution of `op` (see the module docstring for the rules)."""
+    operation = op.operation
+    name = operation.name
+    if _is_payload(operation):
+        return BODY
+    dialect, kind = name.split(".", 1)[0], op_kind(name)
+    if kind in CALL_KINDS:
+        return UNKNOWN_CALL
+    if dialect == "linalg":
+        domain = linalg_domain(operation)
+        if domain is not None:
+            return _linalg(operation, domain)
+    if f"{dialect}:{kind}" in DIALECT_FREE:
+        return FREE
+    rule = RULES.get(kind)
+    if rule is not None:
+        return rule(operation)
+    if not _results(operation):
+        return FREE  # no value produced: a terminator, a side effect without data
+    return _elementwise(operation)
+
+
+def estimate_flops(op: ir.Operation | ir.OpView) -> int | None:
+    """FLOPs of one execution of `op`, or None when a needed shape is unknown."""
+    return op_cost(op).flops
+
+
+def share_weights(ops: Sequence[ir.Operation | ir.OpView]) -> tuple[list[float], str]:
+    """Weights to split one event over `ops` and their basis: `flops` when every op's FLOPs are
+    known and some are not zero, else `bytes` (pure data movement) on the same terms, else
+    `even`."""
+    costs = [op_cost(op) for op in ops]
+    for basis in ("flops", "bytes"):
+        values = [getattr(cost, basis) for cost in costs]
+        if all(v is not None for v in values) and sum(v or 0 for v in values) > 0:
+            return [float(v or 0) for v in values], basis
+    return [1.0] * len(ops), "even"
+
+
+def _inside(op: ir.Operation | None, members: set[ir.Operation]) -> bool:
+    while op is not None:
+        if op in members:
+            return True
+        op = op.parent
+    return False
+
+
+def _defining_op(value: ir.Value) -> ir.Operation | None:
+    owner = value.owner
+    if isinstance(owner, ir.Block):
+        return owner.owner.operation if owner.owner is not None else None
+    return owner.operation
+
+
+def group_cost(ops: Iterable[ir.Operation | ir.OpView]) -> OpCost:
+    """The cost of ops that ran as one kernel: FLOPs summed, bytes only of the tensors that
+    cross the group's boundary (an intermediate stays in registers or cache)."""
+    members = {op.operation for op in ops}
+    costs = [op_cost(op) for op in members]
+    flops = None if any(c.flops is None for c in costs) else sum(c.flops or 0 for c in costs)
+    crossing: list[ir.Value] = []
+    for op in members:
+        if _is_payload(op) and _inside(op.parent, members):
+            continue
+        crossing += [v for v in op.operands if not _inside(_defining_op(v), members)]
+        for result in op.results:
+            users = [use.owner.operation for use in result.uses]
+            if not users or any(not _inside(user, members) for user in users):
+                crossing.append(result)
+    categories = [c.category for c in costs if c.category not in ("free", "body")]
+    main = max(set(categories), key=categories.count) if categories else "free"
+    for preferred in ("matmul", "conv"):
+        if preferred in categories:
+            main = preferred
+            break
+    return OpCost(flops, sum_bytes(crossing), main)
