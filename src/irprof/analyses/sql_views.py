@@ -25,6 +25,7 @@ import contextlib
 import csv
 import dataclasses
 import io
+import json
 import os
 import tempfile
 from collections.abc import Callable, Iterator
@@ -77,8 +78,17 @@ class SqlResult:
         out = io.StringIO()
         writer = csv.writer(out, lineterminator="\n")
         writer.writerow(self.columns)
-        writer.writerows(self.rows)
+        writer.writerows([_csv_value(value) for value in row] for row in self.rows)
         return out.getvalue()
+
+
+def _csv_value(value: Any) -> Any:
+    """Lists and structs as JSON, booleans as `true`/`false` (as DuckDB's own CSV writes them)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list | dict | tuple):
+        return json.dumps(value, default=str)
+    return value
 
 
 class SqlSession:

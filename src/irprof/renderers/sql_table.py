@@ -34,7 +34,7 @@ def _cell(value: Any) -> Text:
     if isinstance(value, int):
         return Text(f"{value:,}")
     if isinstance(value, float):
-        return Text(f"{value:.4g}")
+        return Text(f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.4g}")
     return cell_name(str(value))
 
 
