@@ -93,6 +93,8 @@ def test_one_executable_launched_twice_gives_each_layer_its_own_runs(twice: RunB
     first, second = entries["layer1/dot_general"], entries["layer2/dot_general"]
     assert first.data.count == second.data.count == 5
     assert first.data.kernels == second.data.kernels == (TWICE_KEY,)
+    # Each launch is its own group: the first layer did not fuse with the second.
+    assert "layer2/dot_general" not in first.data.fused_with
     assert result.coverage.time_coverage >= 0.99
     assert result.coverage.nontrivial_coverage == 1.0
 

@@ -171,7 +171,7 @@ def _correlate(
     is_flow = level == FLOW
     op_time: dict[int, dict[int, float]] = defaultdict(dict)
     inclusive: dict[int, dict[int, float]] = defaultdict(dict)
-    members: dict[int, set[str]] = defaultdict(set)  # position -> dispatch keys it ran in
+    members: dict[int, set[str]] = defaultdict(set)  # position -> dispatch groups it ran in
     shares: dict[int, dict[str, float]] = defaultdict(dict)
     unmatched: dict[str, UnmatchedEvent] = {}
     located = _located_targets(infos) if is_flow else {}
@@ -204,7 +204,8 @@ def _correlate(
             )
         for position, weight in weights.items():
             op_time[position][row] = op_time[position].get(row, 0.0) + duration * weight / total
-            members[position].add(key)
+            # The group is one launch site's dispatch (an executable's, at the flow level).
+            members[position].add(key if is_flow or site is None else f"{key}@{site}")
             shares[position][key] = weight / total
         for position, weight in calls.items():
             # Outer stamps also name the enclosing function ops; only call ops get inclusive time.
