@@ -7,9 +7,17 @@ succeeded, so a failed capture never leaves a partial bundle. Bundle layout:
     RUN/manifest.json
     RUN/ir/torch.mlir          FX importer output; each op `loc("module|node|target"(...))`,
                                stamped with `irprof.origin=torch#<index>`
-    RUN/ir/torch.fx.json       the exported program's call nodes: module stack, frames
+    RUN/ir/torch.fx.json       the exported program's call nodes: module stack, frames;
+                               parameters' users, outputs, gradient accumulation order
     RUN/ir/linalg.mlir         the same module lowered to linalg on tensors (origins kept)
-    RUN/trace/torch.pt.trace.json.gz   torch.profiler's Chrome trace, untouched
+    RUN/trace/torch.pt.trace.json.gz   torch.profiler's Chrome trace of the timed steps (CPU
+                               activity only), untouched
+    RUN/trace/reference/torch.stacks.pt.trace.json.gz   one untimed step with shapes and
+                               call stacks, which the correlator joins by execution order
+
+`mode="train"` profiles training steps (forward + loss, backward, optimizer; the entry's
+contract is in `torch_steps_runner`). The manifest records the median step time without a
+profiler, under `torch.profiler` at its defaults and in irprof's timed steps (`options.overhead`).
 
 `backend="iree"` / `"both"` compiles `ir/torch.mlir` with IREE (its own torch input pipeline)
 instead of / besides running eager PyTorch (`capture/iree_backend.py` gives the layout: the
@@ -36,6 +44,7 @@ from irprof.errors import UsageError
 RUNNER_MODULE = "irprof.capture.torch_runner"
 LEVELS = ("torch", "linalg")
 DECOMPOSITIONS = ("default", "none")
+MODES = ("infer", "train")
 IREE_PLAN = BackendPlan(
     framework="torch", native="torch", level="torch", what="torch-dialect MLIR of torch.export"
 )
@@ -53,6 +62,7 @@ class TorchCaptureOptions:
     threads: int = 1
     timeout_s: float = 900.0
     backend: str = "torch"  # torch (eager), iree (IREE llvm-cpu on ir/torch.mlir) or both
+    mode: str = "infer"  # infer: forward passes; train: forward, backward and optimizer step
 
 
 def capture_torch(
@@ -94,6 +104,13 @@ def _check_arguments(script: Path, out: Path, options: TorchCaptureOptions) -> N
     if options.decompose not in DECOMPOSITIONS:
         raise UsageError(f"--decompose {options.decompose!r}: expected default or none")
     IREE_PLAN.check(options.backend)
+    if options.mode not in MODES:
+        raise UsageError(f"--mode {options.mode!r}: expected infer or train")
+    if options.mode == "train" and options.backend != IREE_PLAN.native:
+        raise UsageError(
+            f"--mode train profiles eager PyTorch only; --backend {options.backend} compiles "
+            "the forward program (use --backend torch)"
+        )
 
 
 def runner_command(
@@ -118,6 +135,8 @@ def runner_command(
         options.decompose,
         "--threads",
         str(options.threads),
+        "--mode",
+        options.mode,
         "--model-label",
         label,
     ]

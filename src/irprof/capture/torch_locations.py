@@ -28,6 +28,13 @@ from pathlib import PurePath, PurePosixPath
 from iree.compiler import ir
 
 NAME_SEPARATOR = "|"
+# The capture runs each phase of a training step in a Python function of these names, so a
+# call stack that holds one tells which phase an op belongs to.
+PHASE_FUNCTIONS = {
+    "irprof_forward_phase": "forward",
+    "irprof_backward_phase": "backward",
+    "irprof_optimizer_phase": "optimizer",
+}
 # torch.export's `stack_trace` is a Python traceback text, outermost frame first.
 _FRAME_RE = re.compile(r'File "([^"]+)", line ([0-9]+), in ([^\n]+)')
 

@@ -1,11 +1,12 @@
-"""Child process of `irprof capture torch`: the only module that imports torch.
+"""Child process of `irprof capture torch`; it and `torch_steps_runner` alone import torch.
 
 Run as `python -m irprof.capture.torch_runner SCRIPT STAGING [options]`. It loads the user's
-script, calls its entry (an `nn.Module` and example inputs), exports the module with
-`torch.export`, imports it with IREE's FX importer into torch-dialect MLIR (each op named after
-its FX node, see `torch_locations`), lowers it in-process to linalg-on-tensors, profiles N eager
-steps with `torch.profiler` and writes everything under STAGING; the parent renames STAGING into
-place only when this process succeeds.
+script, calls its entry (an `nn.Module` and example inputs, or a dict; `torch_steps_runner`
+says what `--mode train` needs), exports the module with `torch.export`, imports it with IREE's
+FX importer into torch-dialect MLIR (each op named after its FX node, see `torch_locations`),
+lowers it in-process to linalg-on-tensors, profiles N eager steps with `torch.profiler` (timed
+steps with the plain profiler, one untimed step with call stacks) and writes everything under
+STAGING; the parent renames STAGING into place only when this process succeeds.
 """
 
 from __future__ import annotations
@@ -37,6 +38,13 @@ from irprof.capture.torch_locations import (
     user_frames,
 )
 from irprof.capture.torch_lowering import lower_torch_to_linalg, stamp_torch_level
+from irprof.capture.torch_steps_runner import (
+    MODES,
+    EntryError,
+    ModelSpec,
+    model_spec,
+    profile_model,
+)
 from irprof.capture.torch_view_replay import repair_view_replay
 from irprof.errors import PipelineError
 from irprof.fileio import write_bytes_atomic, write_text_atomic
@@ -44,6 +52,9 @@ from irprof.fileio import write_bytes_atomic, write_text_atomic
 NODE_TAG = "irprof_node"  # key in `node.meta["custom"]`, which decompositions propagate
 FX_NODES_FILE = "ir/torch.fx.json"
 TRACE_FILE = "trace/torch.pt.trace.json.gz"
+# The untimed call-stack reference step (see `torch_steps_runner`); in its own folder so that
+# `trace/` holds one trace, as tools that take a folder of traces expect.
+REFERENCE_FILE = "trace/reference/torch.stacks.pt.trace.json.gz"
 
 
 class ScriptError(Exception):
@@ -64,16 +75,12 @@ def load_entry(script: Path, entry: str) -> Callable[[], Any]:
     return function  # type: ignore[no-any-return]
 
 
-def model_and_inputs(script: Path, entry: str) -> tuple[torch.nn.Module, tuple[Any, ...]]:
-    """Call the entry and check it returned (nn.Module, tuple of inputs)."""
-    result = load_entry(script, entry)()
-    if not (isinstance(result, tuple) and len(result) == 2):
-        raise ScriptError(f"{script}: {entry}() must return (nn.Module, example inputs tuple)")
-    model, inputs = result
-    if not isinstance(model, torch.nn.Module):
-        raise ScriptError(f"{script}: {entry}() returned {type(model).__name__}, not an nn.Module")
-    inputs = tuple(inputs) if isinstance(inputs, list | tuple) else (inputs,)
-    return model.eval(), inputs
+def model_spec_of(script: Path, entry: str, mode: str) -> ModelSpec:
+    """Call the entry and check what it returned for `mode` (see `torch_steps_runner`)."""
+    try:
+        return model_spec(load_entry(script, entry)(), mode, f"{script}: {entry}()")
+    except EntryError as error:
+        raise ScriptError(str(error)) from error
 
 
 def library_roots() -> list[str]:
@@ -215,28 +222,28 @@ def decompose(
     return lowered
 
 
-def profile_steps(
-    model: torch.nn.Module, inputs: tuple[Any, ...], steps: int, warmup: int, trace_path: Path
-) -> None:
-    """Run `warmup` unprofiled steps, then `steps` profiled ones; export the Chrome trace."""
-    activities = [torch.profiler.ProfilerActivity.CPU]
-    with torch.no_grad():
-        for _ in range(warmup):
-            model(*inputs)
-        # A schedule makes the profiler mark each step with a `ProfilerStep#N` annotation.
-        schedule = torch.profiler.schedule(wait=0, warmup=0, active=steps, repeat=1)
-        with torch.profiler.profile(
-            activities=activities,
-            schedule=schedule,
-            record_shapes=True,
-            with_stack=True,
-            experimental_config=torch._C._profiler._ExperimentalConfig(verbose=True),
-        ) as prof:
-            for _ in range(steps):
-                model(*inputs)
-                prof.step()
-    trace_path.parent.mkdir(parents=True, exist_ok=True)
-    prof.export_chrome_trace(str(trace_path))  # `.gz` suffix: torch writes it gzipped
+def describe_signature(program: torch.export.ExportedProgram) -> dict[str, Any]:
+    """The call nodes that read each parameter and those that produce the outputs.
+
+    A training step's gradient accumulation into a parameter and the seed gradient of the loss
+    are backward work with no forward op of their own; these name the calls they belong to.
+    """
+    parameter_of = {
+        spec.arg.name: spec.target
+        for spec in program.graph_signature.input_specs
+        if spec.kind == torch.export.graph_signature.InputKind.PARAMETER
+    }
+    parameters: dict[str, list[str]] = {}
+    outputs: list[str] = []
+    for node in program.graph.nodes:
+        if node.op == "placeholder" and node.name in parameter_of:
+            users = [user.name for user in node.users if user.op == "call_function"]
+            parameters[parameter_of[node.name]] = users
+        elif node.op == "output":
+            for arg in node.all_input_nodes:
+                if arg.op == "call_function":
+                    outputs.append(arg.name)
+    return {"parameters": parameters, "outputs": outputs}
 
 
 def print_module(module: ir.Module) -> str:
@@ -269,39 +276,34 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--levels", default="torch,linalg")
     parser.add_argument("--decompose", choices=("default", "none"), default="default")
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--mode", choices=MODES, default="infer")
     parser.add_argument("--model-label", default="")
     return parser.parse_args(argv)
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Capture into the staging folder; the exit code tells the parent whether it worked."""
-    args = parse_args(argv)
-    script = args.script.resolve()
-    script_dir = str(script.parent)
-    levels = tuple(level for level in args.levels.split(",") if level)
-    torch.set_num_threads(args.threads)
-    torch.manual_seed(0)
-    model, inputs = model_and_inputs(script, args.entry)
-    bundle = RunBundle(args.staging)
-
+def export_program(spec: ModelSpec, script: Path) -> torch.export.ExportedProgram:
+    """`torch.export.export` of the spec's module, its failures as one ScriptError."""
     try:
-        exported = torch.export.export(model, inputs)
+        return torch.export.export(spec.model, spec.inputs, dynamic_shapes=spec.dynamic_shapes)
     except Exception as error:  # torch.export raises many types; all mean "cannot export"
         summary = (str(error).strip().splitlines() or [""])[0][:300]
         raise ScriptError(
             f"{script}: torch.export could not export the model ({type(error).__name__}: {summary})"
         ) from error
-    nodes = describe_nodes(exported, script_dir)
-    lowered_program = decompose(exported, args.decompose)
+
+
+def write_ir(
+    program: torch.export.ExportedProgram, args: argparse.Namespace, levels: tuple[str, ...]
+) -> None:
+    """Decompose, import and (with `linalg` in `levels`) lower; write each level's IR."""
+    script = args.script.resolve()
+    bundle = RunBundle(args.staging)
+    lowered_program = decompose(program, args.decompose)
     context = ir.Context()
-    relativize_stack_traces(lowered_program, script_dir)
+    relativize_stack_traces(lowered_program, str(script.parent))
     torch_module = import_program(lowered_program, context)
     stamp_torch_level(torch_module)
     write_text_atomic(bundle.ir_path("torch"), print_module(torch_module))
-    write_bytes_atomic(
-        args.staging / FX_NODES_FILE,
-        orjson.dumps({"version": 1, "nodes": nodes}, option=orjson.OPT_INDENT_2),
-    )
     if "linalg" in levels:
         try:
             lower_torch_to_linalg(torch_module)
@@ -315,7 +317,33 @@ def main(argv: list[str] | None = None) -> int:
             ) from error
         write_text_atomic(bundle.ir_path("linalg"), print_module(torch_module))
 
-    profile_steps(model, inputs, args.steps, args.warmup, args.staging / TRACE_FILE)
+
+def main(argv: list[str] | None = None) -> int:
+    """Capture into the staging folder; the exit code tells the parent whether it worked."""
+    args = parse_args(argv)
+    script = args.script.resolve()
+    levels = tuple(level for level in args.levels.split(",") if level)
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(0)
+    spec = model_spec_of(script, args.entry, args.mode)
+    bundle = RunBundle(args.staging)
+    exported = export_program(spec, script)
+    nodes = describe_nodes(exported, str(script.parent))
+    signature = describe_signature(exported)
+    write_ir(exported, args, levels)
+    record = profile_model(
+        spec, args.steps, args.warmup, args.staging / TRACE_FILE, args.staging / REFERENCE_FILE
+    )
+    fx_document = {
+        "version": 1,
+        "mode": spec.mode,
+        "nodes": nodes,
+        **signature,
+        "grad_accumulation_order": record.grad_accumulation_order,
+    }
+    write_bytes_atomic(
+        args.staging / FX_NODES_FILE, orjson.dumps(fx_document, option=orjson.OPT_INDENT_2)
+    )
     bundle.write_manifest(
         fingerprint_files(
             bundle,
@@ -327,12 +355,15 @@ def main(argv: list[str] | None = None) -> int:
                 device="cpu",
                 versions=versions(),
                 ir_levels=("torch", "linalg") if "linalg" in levels else ("torch",),
-                trace_files=(TRACE_FILE,),
+                trace_files=(TRACE_FILE, REFERENCE_FILE),
                 options={
                     "warmup": args.warmup,
                     "decompose": args.decompose,
                     "threads": args.threads,
+                    "mode": spec.mode,
                     "fx_nodes": FX_NODES_FILE,
+                    "reference_trace": REFERENCE_FILE,
+                    "overhead": record.overhead,
                 },
             ),
         )

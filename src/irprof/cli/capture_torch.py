@@ -15,7 +15,8 @@ def torch_command(
     script: Annotated[
         Path,
         typer.Argument(
-            metavar="SCRIPT.py", help="Python file whose entry returns (nn.Module, inputs)."
+            metavar="SCRIPT.py",
+            help="Python file whose entry returns (nn.Module, inputs) or a dict (see --mode).",
         ),
     ],
     out: Annotated[Path, typer.Option("-o", "--out", metavar="RUN", help="Run bundle to write.")],
@@ -29,6 +30,13 @@ def torch_command(
         str, typer.Option(help="default: torch's core ATen decompositions; none: keep ops whole.")
     ] = "default",
     threads: Annotated[int, typer.Option(help="torch intra-op threads while profiling.")] = 1,
+    mode: Annotated[
+        str,
+        typer.Option(
+            help="infer: forward passes; train: forward + loss, backward and optimizer step "
+            "(the entry returns a dict with model, inputs, loss, optimizer, optional targets)."
+        ),
+    ] = "infer",
     backend: Annotated[
         str,
         typer.Option(
@@ -47,6 +55,7 @@ def torch_command(
         decompose=decompose,
         threads=threads,
         backend=backend,
+        mode=mode,
     )
     bundle = capture_torch(script, out, options)
     typer.echo(describe_capture(bundle))

@@ -21,15 +21,30 @@ from __future__ import annotations
 import dataclasses
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from irprof.bundle import RunBundle
 from irprof.capture.torch_locations import FxNodeName
 from irprof.correlate.base import CorrelationOptions, CorrelationResult
 from irprof.correlate.flops import share_weights as flop_weights
 from irprof.correlate.ledger import Ledger
-from irprof.correlate.torch_events import FxCall, load_fx_calls, match_events, top_level_op_events
+from irprof.correlate.torch_events import (
+    EventMatch,
+    FxProgram,
+    OpEvent,
+    load_fx_program,
+    match_events,
+    top_level_op_events,
+)
 from irprof.correlate.torch_linalg import correlate_linalg_level
+from irprof.correlate.torch_reference import borrow_call_stacks
+from irprof.correlate.torch_training import (
+    OPTIMIZER_REASON,
+    BackwardLinks,
+    link_backward,
+    training_record,
+)
 from irprof.coverage import is_trivial_op
 from irprof.errors import CorrelationError
 from irprof.mlir.locations import render
@@ -99,30 +114,84 @@ def share_weights(
     return (even if any(even) else [1.0] * len(positions)), "even"
 
 
+@dataclass(frozen=True)
+class TorchRun:
+    """What the torch correlator reads from a bundle: the timed trace, the exported program,
+    the trace's top-level events (with borrowed call stacks) and those that found none."""
+
+    trace: Trace
+    program: FxProgram
+    events: list[OpEvent]
+    unaligned: dict[int, str] = field(default_factory=dict)
+
+
+@dataclass
+class _Attribution:
+    """Events through the ledger: which were joined, and how the forward ones matched."""
+
+    ledger: Ledger
+    matched: EventMatch
+    attributed_rows: set[int]
+
+
+def _event_nodes(
+    event: OpEvent, matched: EventMatch, backward: BackwardLinks | None
+) -> tuple[tuple[str, ...], str, str]:
+    """The event's FX call nodes, the reason when it has none, and the group kind."""
+    if event.phase == "backward" and backward is not None:
+        return (
+            backward.nodes_of.get(event.row, ()),
+            backward.unlinked.get(event.row, ""),
+            "torch-backward",
+        )
+    return matched.nodes_of.get(event.row, ()), matched.unmatched.get(event.row, ""), "torch"
+
+
+def attribute_events(run: TorchRun, infos: Sequence[OpInfo], rule: str) -> _Attribution:
+    """Every event of `run` to the ledger: forward calls by signature, backward events through
+    autograd links (`torch_training`), the optimizer as its own bucket."""
+    grouped = ops_by_node(infos)
+    named_by_any_op = set(ops_by_node(infos, trivial=True))
+    forward = [e for e in run.events if e.phase == "forward" and e.row not in run.unaligned]
+    matched = match_events(forward, run.program.calls)
+    backward = None
+    if run.program.mode == "train":
+        backward = link_backward(run.trace, run.events, matched.nodes_of, run.program)
+    ledger = Ledger()
+    attributed: set[int] = set()
+    for event in run.events:
+        if event.row in run.unaligned:
+            ledger.unattributed(event.name, event.dur_ns, run.unaligned[event.row])
+            continue
+        if event.phase == "optimizer":
+            ledger.unattributed(f"optimizer: {event.name}", event.dur_ns, OPTIMIZER_REASON)
+            continue
+        nodes, reason, kind = _event_nodes(event, matched, backward)
+        positions = list(dict.fromkeys(p for node in nodes for p in grouped.get(node, [])))
+        if not positions:
+            ledger.unattributed(
+                event.name, event.dur_ns, reason or no_op_reason(nodes, named_by_any_op)
+            )
+            continue
+        weights, basis = share_weights(infos, positions, rule)
+        how = f" ({backward.how[event.row]})" if backward and event.row in backward.how else ""
+        ledger.record(
+            event.name, event.ts_ns, event.dur_ns, positions, weights=weights, basis=basis,
+            group=f"{kind}:" + "+".join(nodes),
+            source=f"torch.profiler:{kind.removeprefix('torch')}" + "+".join(sorted(nodes)) + how,
+        )  # fmt: skip
+        attributed.add(event.row)
+    return _Attribution(ledger, matched, attributed)
+
+
 def correlate_torch_level(
-    bundle: RunBundle, trace: Trace, calls: Sequence[FxCall], rule: str = "default"
+    bundle: RunBundle, run: TorchRun, rule: str = "default"
 ) -> CorrelationResult:
     """The torch-dialect level: events -> call nodes -> ops."""
     infos = derive_op_infos(bundle.ir("torch"))
-    grouped = ops_by_node(infos)
-    named_by_any_op = set(ops_by_node(infos, trivial=True))
-    events = top_level_op_events(trace)
-    matched = match_events(events, calls)
-    profiled_ns = sum(event.dur_ns for event in events)
-    ledger = Ledger()
-    for event in events:
-        nodes = matched.nodes_of.get(event.row, ())
-        positions = list(dict.fromkeys(p for node in nodes for p in grouped.get(node, [])))
-        if not positions:
-            reason = matched.unmatched.get(event.row) or no_op_reason(nodes, named_by_any_op)
-            ledger.unattributed(event.name, event.dur_ns, reason)
-            continue
-        weights, basis = share_weights(infos, positions, rule)
-        ledger.record(
-            event.name, event.ts_ns, event.dur_ns, positions, weights=weights, basis=basis,
-            group="torch:" + "+".join(nodes),
-            source="torch.profiler:" + "+".join(sorted(nodes)),
-        )  # fmt: skip
+    done = attribute_events(run, infos, rule)
+    ledger, matched = done.ledger, done.matched
+    profiled_ns = sum(event.dur_ns for event in run.events)
     ledger.close(profiled_ns, f"{bundle.root} -> torch")
     entries = ledger.entries(
         infos,
@@ -145,19 +214,21 @@ def correlate_torch_level(
         profiled_ns=profiled_ns,
         attributed_ns=ledger.attributed_ns,
         unmatched_events=ledger.unmatched_events(),
-        reasons=_op_reasons(infos, grouped, matched.matched_nodes()),
+        reasons=_op_reasons(infos, ops_by_node(infos), matched.matched_nodes()),
     )
-    coverage = dataclasses.replace(coverage, extra=ledger.totals())
+    extra: dict[str, Any] = dict(ledger.totals())
+    if run.program.mode == "train":
+        extra["training"] = training_record(run.events, done.attributed_rows)
+    coverage = dataclasses.replace(coverage, extra=extra)
     opprofile = OpProfile(
         level="torch",
         framework="torch",
         entries=tuple(entries),
         totals={
             "profiled_ns": profiled_ns,
-            **ledger.totals(),
-            "events": len(events),
-            "events_matched": len(events)
-            - sum(len(d) for d in ledger.unattributed_events.values()),
+            **extra,
+            "events": len(run.events),
+            "events_matched": len(done.attributed_rows),
             "steps": bundle.manifest().steps,
         },
         source_trace=_trace_name(bundle),
@@ -186,11 +257,23 @@ def _trace_name(bundle: RunBundle) -> str:
     return bundle.primary_trace_path.relative_to(bundle.root).as_posix()
 
 
-def load_bundle_inputs(bundle: RunBundle) -> tuple[Trace, list[FxCall]]:
-    """The bundle's trace and exported call nodes."""
+def load_torch_run(bundle: RunBundle) -> TorchRun:
+    """The bundle's timed trace, exported program and top-level events. A bundle with a
+    call-stack reference trace lends its stacks to the timed events (`torch_reference`); an
+    older bundle's timed trace carries its own."""
     manifest = bundle.manifest()
     fx_path = bundle.member(manifest.option_str("fx_nodes", DEFAULT_FX_NODES), what="FX nodes")
-    return bundle.trace(), load_fx_calls(fx_path)
+    program = load_fx_program(fx_path)
+    trace = bundle.trace()
+    events = top_level_op_events(trace)
+    if "reference_trace" not in manifest.options:
+        return TorchRun(trace, program, events)
+    from irprof.readers import read_trace  # readers pull in numpy and the protobuf schema
+
+    reference_name = manifest.option_str("reference_trace", "")
+    reference = read_trace(bundle.member(reference_name, what="call-stack reference trace"))
+    borrowed = borrow_call_stacks(trace, events, reference, top_level_op_events(reference))
+    return TorchRun(trace, program, borrowed.events, borrowed.unaligned)
 
 
 @dataclass(frozen=True)
@@ -214,15 +297,27 @@ class TorchCorrelator:
                 f"fused_time_rule {rule!r}: the torch correlator knows "
                 + ", ".join(FUSED_TIME_RULES)
             )
-        trace, calls = load_bundle_inputs(bundle)
-        torch_result = correlate_torch_level(bundle, trace, calls, rule)
+        torch_result = correlate_torch_level(bundle, load_torch_run(bundle), rule)
         if level == "torch":
             return torch_result
         if level == "linalg":
-            return correlate_linalg_level(
+            linalg = correlate_linalg_level(
                 bundle, torch_result.opprofile, torch_result.coverage.unmatched_events
             )
+            return _with_training(linalg, torch_result)
         raise CorrelationError(f"torch correlator: unknown level {level!r} (torch or linalg)")
+
+
+def _with_training(linalg: CorrelationResult, torch_result: CorrelationResult) -> CorrelationResult:
+    """The torch level's phase figures on the linalg level, which carries the same time down;
+    left out if lowering lost some of it (its phase would be unknown)."""
+    training = torch_result.coverage.extra.get("training")
+    if training is None or linalg.coverage.attributed_ns != torch_result.coverage.attributed_ns:
+        return linalg
+    coverage = dataclasses.replace(
+        linalg.coverage, extra={**linalg.coverage.extra, "training": training}
+    )
+    return CorrelationResult(linalg.opprofile, coverage)
 
 
 CORRELATOR = TorchCorrelator()

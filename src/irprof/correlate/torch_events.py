@@ -20,12 +20,13 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from irprof.capture.torch_locations import aten_event_name
+from irprof.capture.torch_locations import PHASE_FUNCTIONS, aten_event_name
 from irprof.errors import BundleError
 from irprof.trace.model import EventKind, Trace
 
 MODULE_FRAME = "nn.Module: "
 CALL_STACK_ARG = "Call stack"
+SEQUENCE_ARG = "Sequence number"  # autograd: a forward op and its backward node share it
 _PY_FRAME_RE = re.compile(r"^(.+)\((\d+)\): (.+)$")
 
 
@@ -50,6 +51,8 @@ class OpEvent:
     dur_ns: int
     chain: tuple[str, ...]
     frames: frozenset[tuple[str, str]] = frozenset()  # Python frames: (file, function)
+    phase: str = "forward"  # of a training step: forward, backward or optimizer
+    sequence: int | None = None  # autograd sequence number (`Sequence number` arg)
 
 
 class _FxNodeSchema(msgspec.Struct):
@@ -65,20 +68,42 @@ class _FxFileSchema(msgspec.Struct):
 
     nodes: list[_FxNodeSchema]
     version: int = 1
+    mode: str = "infer"
+    parameters: dict[str, list[str]] = {}  # parameter -> the call nodes that read it
+    outputs: list[str] = []  # call nodes whose results the program returns
+    grad_accumulation_order: list[str] = []  # parameters, in AccumulateGrad order of a step
+
+
+@dataclass(frozen=True)
+class FxProgram:
+    """`torch.fx.json`: the call nodes and what a training step's backward needs besides."""
+
+    calls: list[FxCall]
+    mode: str = "infer"
+    parameters: dict[str, list[str]] = field(default_factory=dict)
+    outputs: tuple[str, ...] = ()
+    grad_accumulation_order: tuple[str, ...] = ()
 
 
 def load_fx_calls(path: Path) -> list[FxCall]:
     """Read `torch.fx.json` and number module instances per class in order of first call."""
+    return load_fx_program(path).calls
+
+
+def load_fx_program(path: Path) -> FxProgram:
+    """Read `torch.fx.json`: call nodes (module instances numbered per class in order of first
+    call), the parameters' readers, the outputs and the gradient accumulation order."""
     try:
         data = path.read_bytes()
     except FileNotFoundError as exc:
         raise BundleError(f"{path}: missing; re-capture with `irprof capture torch`") from exc
     try:
-        nodes = msgspec.json.decode(data, type=_FxFileSchema, strict=True).nodes
+        document = msgspec.json.decode(data, type=_FxFileSchema, strict=True)
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
         raise BundleError(
             f"{path}: malformed FX node list: {exc}; re-capture with `irprof capture torch`"
         ) from exc
+    nodes = document.nodes
     instance_of: dict[str, str] = {}
     per_class: Counter[str] = Counter()
     calls = []
@@ -99,7 +124,13 @@ def load_fx_calls(path: Path) -> list[FxCall]:
                 innermost,
             )
         )
-    return calls
+    return FxProgram(
+        calls,
+        document.mode,
+        document.parameters,
+        tuple(document.outputs),
+        tuple(document.grad_accumulation_order),
+    )
 
 
 def module_chain(call_stack: str | None) -> tuple[str, ...]:
@@ -124,6 +155,14 @@ def python_frames(call_stack: str | None) -> frozenset[tuple[str, str]]:
         if match:
             found.add((match.group(1), match.group(3)))
     return frozenset(found)
+
+
+def phase_of(frames: frozenset[tuple[str, str]]) -> str:
+    """The training phase whose capture function is on the call stack; forward by default."""
+    for _, function in frames:
+        if function in PHASE_FUNCTIONS:
+            return PHASE_FUNCTIONS[function]
+    return "forward"
 
 
 def top_level_op_events(trace: Trace) -> list[OpEvent]:
@@ -152,17 +191,23 @@ def top_level_op_events(trace: Trace) -> list[OpEvent]:
         open_ends.append(end)
     kept.sort(key=lambda r: int(trace.ts_ns[r]))
     args = trace.args_many(kept)
-    return [
-        OpEvent(
-            row,
-            trace.name_of(row),
-            int(trace.ts_ns[row]),
-            int(trace.dur_ns[row]),
-            module_chain(arg.get(CALL_STACK_ARG)),
-            python_frames(arg.get(CALL_STACK_ARG)),
+    events = []
+    for row, arg in zip(kept, args, strict=True):
+        frames = python_frames(arg.get(CALL_STACK_ARG))
+        sequence = arg.get(SEQUENCE_ARG)
+        events.append(
+            OpEvent(
+                row,
+                trace.name_of(row),
+                int(trace.ts_ns[row]),
+                int(trace.dur_ns[row]),
+                module_chain(arg.get(CALL_STACK_ARG)),
+                frames,
+                phase_of(frames),
+                sequence if isinstance(sequence, int) and sequence >= 0 else None,
+            )
         )
-        for row, arg in zip(kept, args, strict=True)
-    ]
+    return events
 
 
 @dataclass

@@ -26,9 +26,9 @@ from iree.compiler import ir
 
 from irprof.bundle import RunBundle
 from irprof.correlate.base import CorrelationResult
-from irprof.mlir.cost_model import share_weights
 from irprof.correlate.ledger import Ledger
 from irprof.coverage import UnmatchedEvent, is_trivial_op
+from irprof.mlir.cost_model import share_weights
 from irprof.mlir.locations import render
 from irprof.mlir.module_coverage import coverage_for
 from irprof.mlir.op_index import OpInfo, derive_op_infos
@@ -65,7 +65,10 @@ def _constant_inputs(infos: Sequence[OpInfo]) -> set[str]:
         if not info.keys.origins or is_trivial_op(info.op_name) or not info.op.operands:
             continue
         owners = [operand.owner for operand in info.op.operands]
-        if all(isinstance(o, ir.Operation) and o in trivial for o in owners):
+        operations = [
+            o if isinstance(o, ir.Operation) else getattr(o, "operation", None) for o in owners
+        ]
+        if all(o is not None and o in trivial for o in operations):
             found.add(info.keys.origins[0])
     return found
 

@@ -1,0 +1,246 @@
+"""The stepping half of `irprof capture torch`'s child process: entry, steps, profiler sessions.
+
+Imported only by `torch_runner` (the child), so torch is still never imported by `irprof`.
+
+The script's entry returns what to run. Inference: `(model, inputs)`. Either mode: a dict with
+`model`, `inputs`, optionally `dynamic_shapes` (given to `torch.export.export`), and for
+`--mode train` also `loss` (called as `loss(model(*inputs), *targets)`, returning a scalar
+tensor), `targets` (a tuple, default empty) and `optimizer` (a `torch.optim.Optimizer` over the
+model's parameters). A training step is forward + loss, `loss.backward()`, `optimizer.step()`
+and `optimizer.zero_grad(set_to_none=True)`, each phase run by its own Python function
+(`PHASE_FUNCTIONS`); the model and the loss are one module (`TrainingLoss`), so the exported
+program, the IR and the profiler's module chains all include the loss.
+
+Timed steps run under `torch.profiler.profile(activities=[CPU])` and nothing else: no shapes,
+no call stacks, no verbose config, which make each op's own time larger (docs issue 18). What
+correlation needs beyond op names and times comes from one separate, untimed step profiled with
+`record_shapes`, `with_stack` and verbose call stacks (the call-stack reference): the
+correlator joins timed events to its events by execution order. Every step is marked with a
+`ProfilerStep#N` record_function in both sessions, so steps are told apart the same way.
+
+The capture also times the same number of steps with no profiler and with `torch.profiler` at
+its defaults, so the manifest records what the profiler costs (`options.overhead`).
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch.profiler import ProfilerActivity, profile, record_function
+
+from irprof.capture.torch_locations import PHASE_FUNCTIONS
+
+STEP_PREFIX = "ProfilerStep#"  # the name torch's own schedule gives its step annotations
+MODES = ("infer", "train")
+
+
+class EntryError(Exception):
+    """The entry's result cannot be used; the message names what is wrong and the fix."""
+
+
+@dataclass
+class ModelSpec:
+    """What the entry returned, checked: the module to export and run, and how to step it."""
+
+    model: torch.nn.Module  # in train mode, `TrainingLoss(model, loss)`
+    inputs: tuple[Any, ...]  # in train mode, inputs + targets
+    dynamic_shapes: Any = None
+    optimizer: torch.optim.Optimizer | None = None
+
+    @property
+    def mode(self) -> str:
+        """`train` when there is an optimizer to step."""
+        return "train" if self.optimizer is not None else "infer"
+
+
+class TrainingLoss(torch.nn.Module):
+    """The model and its loss as one module: `loss(model(*inputs), *targets)`."""
+
+    def __init__(self, model: torch.nn.Module, loss: Callable[..., Any], inputs: int) -> None:
+        super().__init__()
+        self.model = model
+        self.loss = loss  # an nn.Module loss becomes a submodule, so its calls are named
+        self.input_count = inputs
+
+    def forward(self, *arguments: Any) -> Any:
+        """The scalar loss of one batch."""
+        inputs, targets = arguments[: self.input_count], arguments[self.input_count :]
+        return self.loss(self.model(*inputs), *targets)
+
+
+def _as_tuple(value: Any) -> tuple[Any, ...]:
+    return tuple(value) if isinstance(value, list | tuple) else (value,)
+
+
+def model_spec(result: Any, mode: str, where: str) -> ModelSpec:
+    """Check the entry's `result` for `mode` (`where` names the script and entry in errors)."""
+    if isinstance(result, tuple) and len(result) == 2:
+        result = {"model": result[0], "inputs": result[1]}
+    if not isinstance(result, dict) or "model" not in result or "inputs" not in result:
+        raise EntryError(
+            f"{where} must return (nn.Module, inputs) or a dict with 'model' and 'inputs' "
+            "(and 'loss', 'optimizer', optional 'targets' for --mode train)"
+        )
+    unknown = set(result) - {"model", "inputs", "dynamic_shapes", "loss", "targets", "optimizer"}
+    if unknown:
+        raise EntryError(f"{where} returned unknown keys {sorted(unknown)}")
+    model = result["model"]
+    if not isinstance(model, torch.nn.Module):
+        raise EntryError(f"{where} returned {type(model).__name__} as model, not an nn.Module")
+    inputs = _as_tuple(result["inputs"])
+    if mode == "infer":
+        return ModelSpec(model.eval(), inputs, result.get("dynamic_shapes"))
+    loss, optimizer = result.get("loss"), result.get("optimizer")
+    if not callable(loss) or not isinstance(optimizer, torch.optim.Optimizer):
+        raise EntryError(
+            f"{where}: --mode train needs a dict with 'loss' (called as loss(model(*inputs), "
+            "*targets)) and 'optimizer' (a torch.optim.Optimizer over the model's parameters)"
+        )
+    if result.get("dynamic_shapes") is not None:
+        raise EntryError(f"{where}: dynamic_shapes is only supported with --mode infer")
+    targets = _as_tuple(result.get("targets", ()))
+    wrapper = TrainingLoss(model.train(), loss, len(inputs)).train()
+    return ModelSpec(wrapper, inputs + targets, None, optimizer)
+
+
+def step_function(spec: ModelSpec) -> Callable[[], None]:
+    """One step: a forward pass (inference) or forward, backward and optimizer (train)."""
+    model, inputs, optimizer = spec.model, spec.inputs, spec.optimizer
+    if optimizer is None:
+
+        def infer() -> None:
+            model(*inputs)
+
+        return infer
+
+    # One Python function per phase, named in `PHASE_FUNCTIONS`: the reference step's call
+    # stacks then say which phase ran each op, at no cost to the timed steps (a
+    # record_function per phase made a small model's training step ~9% slower).
+    def irprof_forward_phase() -> Any:
+        return model(*inputs)
+
+    def irprof_backward_phase(loss: Any) -> None:
+        loss.backward()
+
+    def irprof_optimizer_phase() -> None:
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+
+    assert set(PHASE_FUNCTIONS) == {
+        f.__name__ for f in (irprof_forward_phase, irprof_backward_phase, irprof_optimizer_phase)
+    }
+
+    def train() -> None:
+        irprof_backward_phase(irprof_forward_phase())
+        irprof_optimizer_phase()
+
+    return train
+
+
+def _timed(step: Callable[[], None]) -> int:
+    started = time.perf_counter_ns()
+    step()
+    return time.perf_counter_ns() - started
+
+
+def unprofiled_steps(step: Callable[[], None], count: int) -> list[int]:
+    """Wall time (ns) of `count` steps without a profiler."""
+    return [_timed(step) for _ in range(count)]
+
+
+def plain_profiler_steps(step: Callable[[], None], count: int) -> list[int]:
+    """Wall time of `count` steps under `torch.profiler.profile()` at its defaults."""
+    with profile():
+        return [_timed(step) for _ in range(count)]
+
+
+def timed_profile(step: Callable[[], None], count: int, trace_path: Path) -> list[int]:
+    """irprof's timed steps: CPU activity and step markers only; writes the Chrome trace."""
+    durations = []
+    with profile(activities=[ProfilerActivity.CPU]) as session:
+        for index in range(count):
+            with record_function(f"{STEP_PREFIX}{index}"):
+                durations.append(_timed(step))
+    _export(session, trace_path)
+    return durations
+
+
+def reference_profile(
+    step: Callable[[], None], trace_path: Path, parameters: list[tuple[str, torch.nn.Parameter]]
+) -> list[str]:
+    """One untimed step with shapes and verbose call stacks; returns the order in which the
+    parameters' gradients were accumulated (train mode), which names each AccumulateGrad event."""
+    order: list[str] = []
+    handles = [
+        parameter.register_post_accumulate_grad_hook(  # type: ignore[no-untyped-call]
+            lambda _p, name=name: order.append(name)
+        )
+        for name, parameter in parameters
+        if parameter.requires_grad
+    ]
+    config = torch._C._profiler._ExperimentalConfig(verbose=True)  # verbose: Python call stacks
+    try:
+        with (
+            profile(
+                activities=[ProfilerActivity.CPU],
+                record_shapes=True,
+                with_stack=True,
+                experimental_config=config,
+            ) as session,
+            record_function(f"{STEP_PREFIX}0"),
+        ):
+            step()
+    finally:
+        for handle in handles:
+            handle.remove()
+    _export(session, trace_path)
+    return order
+
+
+def _export(session: profile, trace_path: Path) -> None:
+    trace_path.parent.mkdir(parents=True, exist_ok=True)
+    session.export_chrome_trace(str(trace_path))  # `.gz` suffix: torch writes it gzipped
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    """What profiling the steps produced besides the trace files."""
+
+    overhead: dict[str, Any]
+    grad_accumulation_order: list[str]
+
+
+def median_ns(durations: list[int]) -> int:
+    """Median of step durations, in whole nanoseconds."""
+    return int(statistics.median(durations))
+
+
+def profile_model(
+    spec: ModelSpec, steps: int, warmup: int, trace_path: Path, reference_path: Path
+) -> StepRecord:
+    """Warm up; time `steps` steps without a profiler, under the plain profiler and under
+    irprof's timed session (kept as the trace); then the call-stack reference step."""
+    step = step_function(spec)
+    with torch.set_grad_enabled(spec.mode == "train"):
+        for _ in range(warmup):
+            step()
+        bare = unprofiled_steps(step, steps)
+        plain = plain_profiler_steps(step, steps)
+        timed = timed_profile(step, steps, trace_path)
+        parameters = list(spec.model.named_parameters()) if spec.mode == "train" else []
+        order = reference_profile(step, reference_path, parameters)
+    overhead = {
+        "steps": steps,
+        "no_profiler_ns": median_ns(bare),
+        "profiler_ns": median_ns(plain),
+        "irprof_ns": median_ns(timed),
+        "profiler": "torch.profiler.profile() at its defaults",
+        "timed_steps": "activities=[CPU], a ProfilerStep#N record_function per step",
+    }
+    return StepRecord(overhead, order)
