@@ -1,11 +1,14 @@
 """A small JAX model for irprof: Conv2D -> ReLU -> Flatten -> Dense -> ReLU -> Dense -> softmax.
 
-irprof's JAX capture convention: the script defines `irprof_model()` returning
+irprof's JAX capture convention: the script defines `irprof_model(mode="infer")` returning
 `(function, example_args)`; irprof calls `jax.jit(function)`, dumps its StableHLO and optimized
-HLO, and profiles `function(*example_args)`. Parameters are arguments (not closed-over constants)
-so XLA cannot fold the layers away. `dense` is itself `jax.jit`-wrapped: in StableHLO it becomes a
-private function reached through `func.call`, and XLA inlines it, which is the case irprof must
-join through. Run it alone to check it works: `python examples/jax_mlp.py`.
+HLO, and profiles `function(*example_args)`. With `mode="train"` it returns
+`(loss_fn, (params, *batch))` instead and irprof profiles one SGD step of
+`jax.value_and_grad(loss_fn)` (`irprof capture jax --mode train`). Parameters are arguments
+(not closed-over constants) so XLA cannot fold the layers away. `dense` is itself
+`jax.jit`-wrapped: in StableHLO it becomes a private function reached through `func.call`, and
+XLA inlines it, which is the case irprof must join through. Run it alone to check it works:
+`python examples/jax_mlp.py`.
 """
 
 from __future__ import annotations
@@ -61,11 +64,24 @@ def init_params(key: jax.Array) -> dict[str, jax.Array]:
     }
 
 
-def irprof_model() -> tuple[Callable[..., Any], tuple[Any, ...]]:
-    """irprof entry: (function to jit and profile, example arguments)."""
+def cross_entropy(params: dict[str, jax.Array], images: jax.Array, labels: jax.Array) -> jax.Array:
+    """Mean cross-entropy of the class probabilities against integer labels."""
+    probabilities = mlp(params, images)
+    picked = jnp.take_along_axis(probabilities, labels[:, None], axis=-1)
+    return -jnp.mean(jnp.log(picked + 1e-9))
+
+
+def irprof_model(mode: str = "infer") -> tuple[Callable[..., Any], tuple[Any, ...]]:
+    """irprof entry: (function to jit and profile, example arguments); for `mode="train"`
+    (loss function, (params, images, labels))."""
     key = jax.random.PRNGKey(SEED)
     params = init_params(key)
     images = jax.random.uniform(jax.random.fold_in(key, 1), (BATCH, *IMAGE))
+    if mode == "train":
+        labels = jax.random.randint(jax.random.fold_in(key, 2), (BATCH,), 0, CLASSES)
+        return cross_entropy, (params, images, labels)
+    if mode != "infer":
+        raise ValueError(f"mode must be 'infer' or 'train', not {mode!r}")
     return mlp, (params, images)
 
 

@@ -34,7 +34,7 @@ def correlate(name: str, rule: str = "default") -> CorrelationResult:
     return CORRELATOR.correlate(RunBundle(FIXTURES / name), "stablehlo", CorrelationOptions(rule))
 
 
-@pytest.mark.parametrize("name", ["mlp_run", "transformer_run"])
+@pytest.mark.parametrize("name", ["mlp_run", "transformer_run", "mlp_train_run"])
 def test_hlo_proto_from_trace_and_hlo_text_agree(name: str) -> None:
     """GIVEN the XSpace's HloProto and ir/hlo.txt of one program THEN the same instructions,
     op names, source chains, FLOPs and called computations come out of both."""
@@ -48,11 +48,12 @@ def test_hlo_proto_from_trace_and_hlo_text_agree(name: str) -> None:
     assert from_proto.instructions.keys() == from_text.instructions.keys()
     for instruction, decoded in from_proto.instructions.items():
         parsed = from_text.instructions[instruction]
-        assert (parsed.opcode, parsed.op_name, parsed.chain, parsed.called) == (
+        assert (parsed.opcode, parsed.op_name, parsed.chain, parsed.called, parsed.operands) == (
             decoded.opcode,
             decoded.op_name,
             decoded.chain,
             decoded.called,
+            decoded.operands,
         )
         assert parsed.flops == decoded.flops
     assert any(len(i.chain) > 1 for i in from_proto.instructions.values())
@@ -94,7 +95,8 @@ def test_private_dense_called_twice_is_one_op_per_function_with_its_own_thunks()
         for e in correlate("mlp_run").opprofile.entries
         if e.op_name == "stablehlo.dot_general" and e.key.name == "dot_general"
     ]
-    assert sorted(e.key.ordinal for e in entries) == [0, 1]
+    assert all(e.key.ordinal is not None for e in entries)
+    assert sorted(e.key.ordinal or 0 for e in entries) == [0, 1]
     first, second = sorted(entries, key=lambda e: e.key.ordinal or 0)
     assert not set(first.data.kernels) & set(second.data.kernels)
     assert first.data.total_ns > second.data.total_ns

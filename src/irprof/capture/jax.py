@@ -9,6 +9,9 @@ succeeded, so a failed capture never leaves a partial bundle. Bundle layout:
     RUN/ir/hlo.txt            optimized HLO of the compiled executable that was profiled
     RUN/trace/*.xplane.pb     the profiler's own files, untouched (+ perfetto/trace JSON)
 
+`mode="train"` profiles a training step built from the script's loss function
+(`jax.value_and_grad` + SGD, `capture/jax_steps_runner.py` gives the entry convention).
+
 `backend="iree"` / `"both"` compiles that StableHLO with IREE instead of / besides XLA
 (`capture/iree_backend.py` gives the layout: the IREE run is its own bundle, RUN or RUN/iree).
 """
@@ -27,6 +30,7 @@ from irprof.capture.subprocess_run import (
     run_runner,
     staged_bundle,
 )
+from irprof.errors import UsageError
 
 RUNNER_MODULE = "irprof.capture.jax_runner"
 IREE_PLAN = BackendPlan(
@@ -43,6 +47,7 @@ class JaxCaptureOptions:
     warmup: int = 2
     timeout_s: float = 900.0
     backend: str = "xla"  # xla, iree (IREE llvm-cpu on the same StableHLO) or both
+    mode: str = "infer"  # infer | train (value_and_grad + SGD, see capture/jax_steps_runner.py)
 
 
 def capture_jax(
@@ -53,6 +58,8 @@ def capture_jax(
     out_path = Path(out)
     check_capture_arguments(script_path, out_path, steps=options.steps, warmup=options.warmup)
     IREE_PLAN.check(options.backend)
+    if options.mode not in ("infer", "train"):
+        raise UsageError(f"--mode {options.mode!r}: expected infer or train")
     label = model_label(script_path, out_path)
 
     def run_framework(folder: Path, steps: int, warmup: int) -> None:
@@ -72,6 +79,8 @@ def capture_jax(
             str(folder),
             "--model-label",
             label,
+            "--mode",
+            options.mode,
         ]
         run_runner(command, script=script_path, framework="JAX", timeout_s=options.timeout_s)
 

@@ -1,10 +1,12 @@
-"""Child process of `irprof capture jax`: the only irprof module that imports jax.
+"""Child process of `irprof capture jax`; it and `jax_steps_runner` alone import jax.
 
-Loads the user's script, calls its entry (`irprof_model()` -> `(function, example_args)`),
-lowers `jax.jit(function)` to StableHLO with locations, compiles it, runs warm-up steps, then
-profiles N steps under `jax.profiler.trace` and writes a run bundle into `--out` (a staging
-directory the parent renames into place). Usage errors exit with code 2 and one line
-`irprof-capture-error: <message>` on stderr, which the parent turns into a `CaptureError`.
+Loads the user's script, calls its entry (`irprof_model()` -> `(function, example_args)`; with
+`--mode train` a loss function that irprof wraps in a training step, see `jax_steps_runner`),
+lowers `jax.jit(step)` to StableHLO with locations, compiles it, runs warm-up steps, times steps
+without and with the profiler, then profiles N steps under `jax.profiler.trace` and writes a run
+bundle into `--out` (a staging directory the parent renames into place). Usage errors exit with
+code 2 and one line `irprof-capture-error: <message>` on stderr, which the parent turns into a
+`CaptureError`.
 
 Source paths: JAX writes absolute file names into locations and HLO metadata. The runner sets
 `jax_hlo_source_file_canonicalization_regex` to strip the script's folder, so the StableHLO,
@@ -23,15 +25,23 @@ import re
 import shutil
 import sys
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
-from typing import Any
 
 import jax
 from jax._src import source_info_util  # private: the only way to mark a path non-user
 
 from irprof.bundle import Manifest, RunBundle, fingerprint_files
+from irprof.capture.jax_steps_runner import (
+    MODES,
+    EntryError,
+    StepSpec,
+    call_entry,
+    run_steps,
+    stablehlo_text,
+    step_spec,
+)
 from irprof.capture.subprocess_run import ERROR_PREFIX  # the parent shows such lines as the error
 
 USAGE_EXIT = 2
@@ -58,28 +68,19 @@ def load_script(script: Path) -> ModuleType:
     return module
 
 
-def model_from_entry(
-    module: ModuleType, script: Path, entry: str
-) -> tuple[Callable[..., Any], tuple[Any, ...]]:
-    """Call the entry and check it returned `(function, example_args)`."""
+def model_from_entry(module: ModuleType, script: Path, entry: str, mode: str) -> StepSpec:
+    """Call the entry for `mode` and check what it returned (`jax_steps_runner.step_spec`)."""
     factory = getattr(module, entry, None)
     if not callable(factory):
         raise RunnerUsageError(
-            f"{script}: defines no function {entry!r}; add `def {entry}():` returning "
-            "(function, example_args) or pass --entry NAME"
+            f"{script}: defines no function {entry!r}; add `def {entry}(mode='infer'):` "
+            "returning (function, example_args) or pass --entry NAME"
         )
-    produced = factory()
-    if (
-        not isinstance(produced, tuple)
-        or len(produced) != 2
-        or not callable(produced[0])
-        or not isinstance(produced[1], tuple | list)
-    ):
-        raise RunnerUsageError(
-            f"{script}: {entry}() must return (function, example_args) with example_args a "
-            f"tuple; got {type(produced).__name__}"
-        )
-    return produced[0], tuple(produced[1])
+    where = f"{script}: {entry}()"
+    try:
+        return step_spec(call_entry(factory, mode, where), mode, where)
+    except EntryError as error:
+        raise RunnerUsageError(str(error)) from error
 
 
 def configure_source_paths(script_dir: Path) -> None:
@@ -111,14 +112,15 @@ def collect_trace_files(logdir: Path, dest: Path) -> list[str]:
     return names
 
 
-def capture(script: Path, entry: str, steps: int, warmup: int, out: Path, model_label: str) -> None:
-    """Lower, compile, warm up, profile and write the bundle into `out`."""
+def capture(
+    script: Path, entry: str, steps: int, warmup: int, out: Path, model_label: str, mode: str
+) -> None:
+    """Lower, compile, warm up, time, profile and write the bundle into `out`."""
     script = script.resolve()
     configure_source_paths(script.parent)
     module = load_script(script)
-    function, args = model_from_entry(module, script, entry)
-    lowered = jax.jit(function).lower(*args)
-    stablehlo = str(lowered.as_text(debug_info=True))
+    spec = model_from_entry(module, script, entry, mode)
+    stablehlo, lowered = stablehlo_text(spec)
     compiled = lowered.compile()
     hlo_text = str(compiled.as_text())
     (out / "ir").mkdir(parents=True, exist_ok=True)
@@ -126,16 +128,17 @@ def capture(script: Path, entry: str, steps: int, warmup: int, out: Path, model_
     (out / "ir" / "hlo.txt").write_text(hlo_text, encoding="utf-8")
 
     # Run the compiled executable itself, so the profiled program is exactly the dumped HLO.
-    for _ in range(warmup):
-        jax.block_until_ready(compiled(*args))  # type: ignore[no-untyped-call]
     with tempfile.TemporaryDirectory(prefix="irprof-jax-") as logdir:
-        with jax.profiler.trace(logdir, create_perfetto_trace=True):
-            for step in range(steps):
-                with jax.profiler.StepTraceAnnotation("irprof_step", step_num=step):
-                    jax.block_until_ready(compiled(*args))  # type: ignore[no-untyped-call]
+        overhead = run_steps(compiled, spec, steps, warmup, Path(logdir))
         trace_names = collect_trace_files(Path(logdir), out / "trace")
 
     device = jax.devices()[0]
+    training = {"learning_rate": spec.learning_rate} if spec.mode == "train" else {}
+    polymorphic = (
+        {"polymorphic_shapes": [None if s is None else str(s) for s in spec.polymorphic_shapes]}
+        if spec.polymorphic_shapes is not None
+        else {}
+    )
     manifest = Manifest(
         framework="jax",
         model=model_label,
@@ -151,9 +154,13 @@ def capture(script: Path, entry: str, steps: int, warmup: int, out: Path, model_
         trace_files=tuple(f"trace/{name}" for name in trace_names),
         options={
             "warmup": warmup,
+            "mode": spec.mode,
+            **training,
+            **polymorphic,
             "hlo_text": "ir/hlo.txt",
             "hlo_module": compiled_module_name(hlo_text),
             "source_paths": "relative to the script's folder",
+            "overhead": overhead,
         },
     )
     bundle = RunBundle(out)
@@ -174,6 +181,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--mode", choices=MODES, default="infer")
     parser.add_argument("--model-label", default="")
     return parser.parse_args(list(argv))
 
@@ -189,6 +197,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             options.warmup,
             options.out,
             options.model_label or str(options.script),
+            options.mode,
         )
     except RunnerUsageError as exc:
         print(f"{ERROR_PREFIX}{exc}", file=sys.stderr)

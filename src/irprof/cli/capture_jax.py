@@ -30,9 +30,16 @@ def jax_command(
             "profiled by IREE llvm-cpu (RUN is an IREE bundle); both: XLA in RUN, IREE in RUN/iree."
         ),
     ] = "xla",
+    mode: Annotated[
+        str,
+        typer.Option(
+            help="infer | train: one step of jax.value_and_grad(loss) + SGD, the entry "
+            "called with mode='train' returning (loss_fn, (params, *batch))."
+        ),
+    ] = "infer",
 ) -> None:
     """Lower, compile and profile a jitted JAX function (XLA:CPU and/or IREE) into a run bundle."""
-    options = JaxCaptureOptions(entry=entry, steps=steps, warmup=warmup, backend=backend)
+    options = JaxCaptureOptions(entry=entry, steps=steps, warmup=warmup, backend=backend, mode=mode)
     bundle = capture_jax(script, out, options)
     typer.echo(describe_capture(bundle, side_files="ir/hlo.txt"))
 

@@ -71,6 +71,7 @@ class HloInstructionInfo:
     elements: int  # elements of the result: the data a data-movement instruction writes
     computation: str
     called: tuple[str, ...]  # names of called computations
+    operands: tuple[str, ...] = ()  # names of the operand instructions (same computation)
 
     @property
     def source(self) -> str | None:
@@ -253,6 +254,7 @@ def decode_hlo_proto(data: bytes, program_id: int = -1, *, what: str = "HloProto
                     for c in instr.called_computation_ids
                     if c in computation_names
                 ),
+                operands=tuple(by_id[i].name for i in instr.operand_ids if i in by_id),
             )
         computations[computation.name] = tuple(i.name for i in computation.instructions)
     return HloModuleInfo(module.name, program_id, instructions, computations)
@@ -350,6 +352,7 @@ def parse_hlo_text(text: str, program_id: int = -1) -> HloModuleInfo:
             elements=sum(_elements(d) for d in out_dims),
             computation=computation,
             called=tuple(_CALLS.findall(rest)),
+            operands=tuple(operands),
         )
     return HloModuleInfo(
         header.group(1),

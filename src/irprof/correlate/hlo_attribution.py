@@ -20,6 +20,9 @@ An instruction's share is split evenly among the IR ops it reaches (several ops 
 same name and source; direct opcode translations are preferred, see `IrOpIndex.refine`). The call
 ops an instruction was inlined through receive the same share as an inclusive total.
 
+Kernels XLA built without op metadata (a weight-gradient convolution, the layout copies that
+feed it) are placed from the program's structure where it is unambiguous (`hlo_orphans`).
+
 Asynchronous thunks: the thunk's event marks the launch and a separate `end: <instruction>` event
 its completion. The pair is found through the TraceMe producer/consumer ids (`_p` on the thunk
 equals `_c` on the end event), else as the next `end: <name>` event on the same track; the
@@ -37,6 +40,7 @@ import numpy as np
 
 from irprof.correlate.hlo import HloInstructionInfo, HloModuleInfo
 from irprof.correlate.hlo_ir_index import IrOpIndex, IrTarget
+from irprof.correlate.hlo_orphans import OrphanResolver
 from irprof.correlate.ledger import Ledger
 from irprof.trace.model import Trace
 
@@ -130,7 +134,13 @@ def _find_end(
     return min(later, key=lambda r: int(trace.ts_ns[r])) if later else None
 
 
-def plan_kernel(program: HloModuleInfo, index: IrOpIndex, hlo_op: str, rule: str) -> KernelPlan:
+def plan_kernel(
+    program: HloModuleInfo,
+    index: IrOpIndex,
+    hlo_op: str,
+    rule: str,
+    orphans: OrphanResolver | None = None,
+) -> KernelPlan:
     """Which IR ops the thunk of `hlo_op` ran and with what fraction of its time each."""
     members = program.kernel_members(hlo_op)
     if not members:
@@ -142,6 +152,13 @@ def plan_kernel(program: HloModuleInfo, index: IrOpIndex, hlo_op: str, rule: str
             matched.append((member, tuple(index.refine(member.opcode, targets))))
     if not matched:
         if not any(m.op_name for m in members):
+            placed = orphans.place(hlo_op) if orphans is not None else None
+            if placed is not None and placed.targets:
+                return KernelPlan(((1.0, placed.targets, hlo_op),), basis="even")
+            if placed is not None and placed.consumer:
+                fed = plan_kernel(program, index, placed.consumer, rule, orphans)
+                if fed.shares:
+                    return fed
             return KernelPlan(
                 (), "XLA-inserted instruction without op metadata (e.g. a layout copy)"
             )
@@ -174,10 +191,11 @@ def attribute(
         raise ValueError(f"unknown fused-time rule '{rule}' (known: {', '.join(FUSED_TIME_RULES)})")
     plans: dict[str, KernelPlan] = {}
     result = Attribution()
+    orphans = OrphanResolver(program, index)
     for event in events:
         plan = plans.get(event.hlo_op)
         if plan is None:
-            plan = plan_kernel(program, index, event.hlo_op, rule)
+            plan = plan_kernel(program, index, event.hlo_op, rule, orphans)
             plans[event.hlo_op] = plan
         if not plan.shares:
             result.ledger.unattributed(event.name, event.dur_ns, plan.reason)

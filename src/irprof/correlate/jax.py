@@ -34,6 +34,7 @@ from irprof.correlate.base import CorrelationOptions, CorrelationResult
 from irprof.correlate.hlo import HloModuleInfo, decode_hlo_proto, parse_hlo_text
 from irprof.correlate.hlo_attribution import Attribution, attribute, rounded, thunk_events
 from irprof.correlate.hlo_ir_index import IrOpIndex
+from irprof.correlate.hlo_training import training_record
 from irprof.coverage import is_trivial_op
 from irprof.errors import BundleError, CorrelationError, TraceFormatError
 from irprof.mlir.module_coverage import coverage_for
@@ -255,7 +256,15 @@ def correlate_program(
         },
         source_trace=source_trace,
     )
-    coverage = dataclasses.replace(coverage, extra=attribution.ledger.totals())
+    extra: dict[str, object] = dict(attribution.ledger.totals())
+    training = training_record(index, attribution.ledger)
+    if training is not None:
+        # Phase totals in the coverage; the backward -> forward rows in opprofile.json.
+        opprofile = dataclasses.replace(
+            opprofile, totals={**opprofile.totals, "training": training}
+        )
+        extra["training"] = {k: v for k, v in training.items() if not isinstance(v, list)}
+    coverage = dataclasses.replace(coverage, extra=extra)
     return CorrelationResult(opprofile, coverage)
 
 

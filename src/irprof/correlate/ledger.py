@@ -10,13 +10,19 @@ A correlator feeds each profiled event to the ledger exactly once, either with t
   measured time from an estimated share;
 - keeps op -> events and event -> ops, and the unattributed events by name with their reason;
 - checks time conservation: attributed + unattributed == profiled, to the nanosecond (`close`).
+
+For a training step, `training_summary` sums the ledger by phase (forward, backward, optimizer,
+other, unattributed: they add up to the profiled time) and lists, for every backward op, the
+forward ops it differentiates as the framework linked them (`TrainingPhases`, built by the
+correlator from structure: TF gradient name scopes and def-use, JAX `transpose(jvp(...))` paths).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from irprof.coverage import UnmatchedEvent
 from irprof.errors import CorrelationError
@@ -24,6 +30,8 @@ from irprof.mlir.op_index import OpInfo
 from irprof.opprofile import OpProfileEntry, ProfileData
 
 SHARE_BASES = ("flops", "bytes", "even")
+PHASES = ("forward", "backward", "optimizer", "other")
+MAX_LISTED_LINKS = 200  # backward -> forward rows kept in the summary, largest first
 
 
 def split_exact(duration: int, weights: Sequence[float]) -> list[int]:
@@ -225,3 +233,68 @@ class Ledger:
             "estimated_ns": self.estimated_ns,
             "groups": len(self.groups),
         }
+
+
+@dataclass(frozen=True)
+class TrainingPhases:
+    """A training step's structure: each op's phase and each backward op's forward ops.
+
+    phase_of:   position -> one of PHASES (ops left out count as "other")
+    forward_of: non-trivial backward position -> the forward ops it differentiates (several
+                when the framework links it only to a scope or a source expression, never
+                guessed down to one)
+    unlinked:   non-trivial backward position -> why no forward op could be named
+    """
+
+    phase_of: Mapping[int, str]
+    forward_of: Mapping[int, tuple[int, ...]]
+    unlinked: Mapping[int, str]
+
+
+def training_summary(
+    ledger: Ledger, phases: TrainingPhases, name_of: Callable[[int], str]
+) -> dict[str, Any]:
+    """Time per phase (adds up to the ledger's total) and backward time per forward op set."""
+    phase_ns = dict.fromkeys(PHASES, 0)
+    estimated_ns = dict.fromkeys(PHASES, 0)
+    op_ns: dict[int, int] = {}
+    for position, account in ledger.accounts.items():
+        phase = phases.phase_of.get(position, "other")
+        if phase not in phase_ns:
+            raise CorrelationError(f"op {name_of(position)!r}: unknown phase {phase!r}")
+        op_ns[position] = sum(account.durations)
+        phase_ns[phase] += op_ns[position]
+        estimated_ns[phase] += sum(account.groups.values())
+    by_forward: dict[tuple[int, ...], list[int]] = {}
+    for backward, forward in phases.forward_of.items():
+        by_forward.setdefault(tuple(sorted(forward)), []).append(backward)
+    ranked = sorted(
+        by_forward.items(),
+        key=lambda item: (-sum(op_ns.get(p, 0) for p in item[1]), [name_of(p) for p in item[0]]),
+    )
+    links = [
+        {
+            "forward": [name_of(p) for p in forward],
+            "forward_ns": sum(op_ns.get(p, 0) for p in forward),
+            "backward_ns": sum(op_ns.get(p, 0) for p in backward),
+            "backward_ops": [name_of(p) for p in sorted(backward)],
+        }
+        for forward, backward in ranked
+    ]
+    unlinked = [
+        {"op": name_of(p), "ns": op_ns.get(p, 0), "reason": reason}
+        for p, reason in sorted(
+            phases.unlinked.items(), key=lambda item: (-op_ns.get(item[0], 0), name_of(item[0]))
+        )
+    ]
+    linked_ns = sum(op_ns.get(p, 0) for p in phases.forward_of)
+    return {
+        "phases_ns": {**phase_ns, "unattributed": ledger.unattributed_ns},
+        "phases_estimated_ns": estimated_ns,
+        "backward_linked_ns": linked_ns,
+        "backward_unlinked_ns": phase_ns["backward"] - linked_ns,
+        "backward_ops": len(phases.forward_of) + len(phases.unlinked),
+        "backward_ops_linked": len(phases.forward_of),
+        "backward_by_forward": links[:MAX_LISTED_LINKS],
+        "unlinked_backward": unlinked[:MAX_LISTED_LINKS],
+    }

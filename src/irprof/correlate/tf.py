@@ -50,6 +50,7 @@ from irprof.correlate.flops import estimate_flops, share_weights
 from irprof.correlate.ledger import Ledger
 from irprof.correlate.tf_fusion import ExecutedGraph, Membership
 from irprof.correlate.tf_graph import ModuleView, fused_chain
+from irprof.correlate.tf_training import training_record
 from irprof.coverage import Coverage, is_trivial_op
 from irprof.errors import BundleError, CorrelationError
 from irprof.mlir.keys import split_function_suffix
@@ -286,10 +287,17 @@ def correlate_module(
         )
     profiled_ns = int(trace.dur_ns[op_rows].sum())
     ledger.close(profiled_ns, f"{trace_path} -> {level}")
-    return CorrelationResult(
-        opprofile=_opprofile(view, ledger, level, profiled_ns, trace_path, bundle),
-        coverage=_coverage(bundle, view, ledger, membership, level, profiled_ns, warnings),
-    )
+    training = training_record(view, ledger)
+    opprofile = _opprofile(view, ledger, level, profiled_ns, trace_path, bundle)
+    coverage = _coverage(bundle, view, ledger, membership, level, profiled_ns, warnings)
+    if training is not None:
+        # Phase totals in the coverage; the backward -> forward rows in opprofile.json.
+        opprofile = dataclasses.replace(
+            opprofile, totals={**opprofile.totals, "training": training}
+        )
+        brief = {k: v for k, v in training.items() if not isinstance(v, list)}
+        coverage = dataclasses.replace(coverage, extra={**coverage.extra, "training": brief})
+    return CorrelationResult(opprofile=opprofile, coverage=coverage)
 
 
 def _raw_level(bundle: RunBundle, level: str) -> Callable[[], ModuleView | None]:
