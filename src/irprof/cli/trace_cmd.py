@@ -106,7 +106,7 @@ def print_missing(console: Console, missing: tuple[RankFailure, ...]) -> None:
     """Warn about rank files an earlier conversion of a dataset could not read."""
     for failure in missing:
         text = f"not in the dataset: {failure.source}: {failure.error}"
-        console.print(Text.assemble(("warning: ", "yellow"), text))
+        console.print(Text.assemble(("warning: ", "yellow"), text), soft_wrap=True)
 
 
 def print_dataset(console: Console, dataset: RankDataset, description: str) -> None:
@@ -117,6 +117,7 @@ def print_dataset(console: Console, dataset: RankDataset, description: str) -> N
             f"  rank {part.rank}: {part.events:,} events, {part.flows:,} flows, "
             f"{part.seconds:.1f} s <- {part.source}",
             markup=False,
+            soft_wrap=True,
         )
 
 
