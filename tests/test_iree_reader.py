@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -12,7 +13,8 @@ from irprof.readers import detect_format, read_trace
 from irprof.readers.iree_profile import read_iree_profile
 from irprof.trace.model import EventKind
 
-FIXTURE = Path(__file__).parent / "fixtures" / "iree" / "mlp" / "trace" / "dispatch.jsonl"
+FIXTURE = Path(__file__).parent / "fixtures" / "iree" / "mlp" / "trace" / "dispatch.all.jsonl"
+PROFILED = FIXTURE.with_name("dispatch.jsonl")
 EVENT = (
     b'{"type":"host_dispatch_event","physical_device_ordinal":0,"queue_ordinal":0,'
     b'"submission_id":3,"command_buffer_id":1,"command_index":2,"key":"main_dispatch_0_x",'
@@ -39,6 +41,17 @@ def test_every_dispatch_invocation_is_one_event_with_its_context() -> None:
 
 def test_sniffed_among_other_formats() -> None:
     assert detect_format(FIXTURE, FIXTURE.read_bytes()).name == "iree-profile"
+    assert detect_format(PROFILED, PROFILED.read_bytes()).name == "iree-profile"
+
+
+def test_the_profiled_runs_file_is_the_last_runs_lines_verbatim() -> None:
+    # The capture keeps the lines of the 5 profiled runs (the 2 warm-up runs come first).
+    everything = FIXTURE.read_bytes().splitlines()
+    profiled = PROFILED.read_bytes().splitlines()
+    assert len(profiled) == 25 and profiled == everything[10:35]
+    trace = read_trace(PROFILED)
+    # Each of the 5 dispatches once per profiled run: what the diff's per-step samples rely on.
+    assert sorted(Counter(trace.name_of(row) for row in range(len(trace))).values()) == [5] * 5
 
 
 def test_event_fields_are_copied_exactly(tmp_path: Path) -> None:

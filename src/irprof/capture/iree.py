@@ -10,7 +10,10 @@ flow IR and of every dispatch names the source op it came from, whatever IREE fu
     RUN/ir/dispatch-creation.mlir `--compile-to=dispatch-creation`: every launch site's own
                                   dispatch region, before IREE deduplicates executables
     RUN/executables/*.mlir        each dispatch's executable source (`--iree-hal-dump-...`)
-    RUN/trace/dispatch.jsonl      `iree-profile dispatch --dispatch_events --format=jsonl`
+    RUN/trace/dispatch.jsonl      the profiled runs' lines of `dispatch.all.jsonl` (the trace
+                                  every command reads: warm-up runs left out, as in the other
+                                  stacks' traces, so each dispatch ran `steps` times per site)
+    RUN/trace/dispatch.all.jsonl  `iree-profile dispatch --dispatch_events --format=jsonl`
     RUN/trace/model.ireeprof      the HAL profile itself, untouched
     RUN/trace/executable.jsonl, RUN/trace/explain.jsonl   the other projections
 
@@ -27,6 +30,8 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+
+import orjson
 
 from irprof.bundle import Manifest, RunBundle, file_fingerprint, fingerprint_files
 from irprof.capture.iree_inputs import (
@@ -49,10 +54,12 @@ FLOW_LEVEL = "flow"
 # Before outlining and deduplication: one dispatch region per launch site (`correlate/iree_sites`).
 DISPATCH_REGIONS = "dispatch-creation"
 PROFILE_NAME = "model.ireeprof"
-# Projections kept in the bundle: file name -> iree-profile command and flags. The first is the
-# trace irprof reads (one line per dispatch invocation).
+# Projections kept in the bundle: file name -> iree-profile command and flags. The first holds
+# one line per dispatch invocation; its profiled runs become the trace irprof reads.
+ALL_DISPATCHES = "dispatch.all.jsonl"
+PROFILED_DISPATCHES = "dispatch.jsonl"
 PROJECTIONS = {
-    "dispatch.jsonl": ("dispatch", ("--dispatch_events",)),
+    ALL_DISPATCHES: ("dispatch", ("--dispatch_events",)),
     "executable.jsonl": ("executable", ()),
     "explain.jsonl": ("explain", ()),
 }
@@ -160,7 +167,10 @@ def write_iree_bundle(
             )
             write_bytes_atomic(folder / "trace" / name, text.encode("utf-8"))
     warmup_until_ns, per_step, warning = _warmup_boundary(
-        folder / "trace" / "dispatch.jsonl", options.warmup, options.steps
+        folder / "trace" / ALL_DISPATCHES, options.warmup, options.steps
+    )
+    _write_profiled_runs(
+        folder / "trace" / ALL_DISPATCHES, folder / "trace" / PROFILED_DISPATCHES, warmup_until_ns
     )
     sources = sorted((folder / "executables").glob("*.mlir"))
     manifest = Manifest(
@@ -172,6 +182,7 @@ def write_iree_bundle(
         versions=_versions(),
         ir_levels=(level, FLOW_LEVEL),
         trace_files=(
+            f"trace/{PROFILED_DISPATCHES}",
             *(f"trace/{name}" for name in PROJECTIONS),
             f"trace/{PROFILE_NAME}",
         ),
@@ -231,6 +242,20 @@ def _warmup_boundary(dispatches: Path, warmup: int, steps: int) -> tuple[int, in
     per_step = count // runs
     starts = sorted(trace.ts_ns.tolist())
     return (int(starts[warmup * per_step]) if warmup else 0), per_step, ""
+
+
+def _write_profiled_runs(all_lines: Path, out: Path, warmup_until_ns: int) -> None:
+    """Copy the dispatch events that start at or after `warmup_until_ns`, line by line and byte
+    for byte; the summary line (it counts the warm-up too) stays in the complete projection."""
+    kept: list[bytes] = []
+    for line in all_lines.read_bytes().splitlines(keepends=True):
+        if not line.strip():
+            continue
+        record = orjson.loads(line)
+        start = record.get("start_host_time_ns", record.get("start_time_ns"))
+        if isinstance(start, int) and start >= warmup_until_ns:
+            kept.append(line)
+    write_bytes_atomic(out, b"".join(kept))
 
 
 def _versions() -> dict[str, str]:
