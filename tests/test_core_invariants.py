@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from irprof.coverage import Coverage
+from irprof.coverage import Coverage, load_coverages, save_coverages
 from irprof.mlir.context import make_context
 from irprof.mlir.load import load_module
 from irprof.mlir.module_coverage import coverage_for
@@ -63,6 +63,16 @@ def test_time_and_op_coverage_are_different_ratios() -> None:
     )
     assert coverage.time_coverage == 0.9
     assert coverage.nontrivial_coverage == 0.25
+
+
+def test_coverage_json_carries_the_ratios_a_reader_sees(tmp_path: Path) -> None:
+    coverage = Coverage("tf", 1000, 900, 12, 8, 3, 2, ops_not_executed=2)
+    save_coverages(tmp_path / "coverage.json", {"tf": coverage})
+    record = json.loads((tmp_path / "coverage.json").read_text())["levels"]["tf"]
+    assert (record["time_coverage"], record["nontrivial_coverage"]) == (0.9, 0.25)
+    assert record["nontrivial_coverage_with_removed"] == 0.2  # 2 of 8 + 2 removed
+    assert record["profiled_ns"] == 1000 and record["ops_not_executed"] == 2
+    assert load_coverages(tmp_path / "coverage.json") == {"tf": coverage}
 
 
 def test_nothing_profiled_is_zero_coverage_not_full() -> None:

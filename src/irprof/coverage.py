@@ -123,24 +123,6 @@ class Coverage:
         out["nontrivial_coverage_with_removed"] = self.nontrivial_coverage_with_removed
         return out
 
-    @staticmethod
-    def from_json(obj: dict[str, Any]) -> Coverage:
-        """Inverse of `to_json` (derived ratios are recomputed)."""
-        return Coverage(
-            level=obj["level"],
-            profiled_ns=int(obj["profiled_ns"]),
-            attributed_ns=int(obj["attributed_ns"]),
-            ops_total=int(obj["ops_total"]),
-            ops_nontrivial=int(obj["ops_nontrivial"]),
-            ops_annotated=int(obj["ops_annotated"]),
-            ops_nontrivial_annotated=int(obj["ops_nontrivial_annotated"]),
-            ops_not_executed=int(obj.get("ops_not_executed", 0)),
-            unmatched_events=tuple(UnmatchedEvent(**e) for e in obj.get("unmatched_events", [])),
-            unmatched_ops=tuple(UnmatchedOp(**o) for o in obj.get("unmatched_ops", [])),
-            warnings=tuple(obj.get("warnings", [])),
-            extra=dict(obj.get("extra", {})),
-        )
-
 
 def save_coverages(path: str | Path, coverages: dict[str, Coverage]) -> None:
     """Write `coverage.json`: level -> coverage record."""
