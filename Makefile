@@ -6,12 +6,13 @@ STAMP  := $(VENV)/.irprof-installed
 DEMO   ?= demo-run
 FRAMEWORK ?= tf
 
-.PHONY: demo test lint typecheck unit bench sysdeps clean help
+.PHONY: demo test lint typecheck unit bench mutation sysdeps clean help
 
 help:
 	@echo "make demo   capture, annotate and report on the bundled example (FRAMEWORK=tf|jax|torch)"
 	@echo "make test   lint, type check and the whole test suite"
 	@echo "make bench  reader and annotate benchmarks"
+	@echo "make mutation  mutation testing of the core modules (slow; not part of make test)"
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -45,5 +46,12 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_annotate.py
 	$(BIN)/python benchmarks/bench_views.py
 
+# Mutants of the modules listed under [tool.mutmut] in pyproject.toml, run against their unit tests.
+mutation: $(STAMP)
+	rm -rf mutants
+	$(BIN)/mutmut run --max-children $$(nproc) || true
+	$(BIN)/mutmut results --all false > mutation-survivors.txt || true
+	$(BIN)/python benchmarks/mutation_scores.py
+
 clean:
-	rm -rf $(VENV) $(DEMO) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(DEMO) .pytest_cache .mypy_cache .ruff_cache mutants mutation-survivors.txt

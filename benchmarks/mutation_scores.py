@@ -1,0 +1,50 @@
+"""Mutation score per module from `make mutation`'s results (mutants/**/*.py.meta).
+
+A mutant counts as detected when a test failed (killed), timed out, crashed or the type checker
+rejected it; as missed when every test passed (survived) or no test ran its code (no tests).
+Target (see the README): at least 85% detected in each module.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+
+from mutmut.stats import status_by_exit_code
+
+MUTANTS = Path("mutants")
+DETECTED = {"killed", "timeout", "segfault", "caught by type check"}
+TARGET = 0.85
+
+
+def main() -> int:
+    """Print one row per mutated module; exit 1 when a module is below the target."""
+    metas = sorted(MUTANTS.rglob("*.py.meta"))
+    if not metas:
+        print("no results under mutants/: run `make mutation` first", file=sys.stderr)
+        return 2
+    below = 0
+    print(
+        f"{'module':48} {'mutants':>8} {'detected':>9} {'survived':>9} {'no tests':>9} {'score':>7}"
+    )
+    for meta in metas:
+        codes = json.loads(meta.read_text())["exit_code_by_key"]
+        statuses = Counter(status_by_exit_code.get(code, "not checked") for code in codes.values())
+        checked = sum(count for status, count in statuses.items() if status != "not checked")
+        if not checked:
+            continue
+        detected = sum(statuses[status] for status in DETECTED)
+        score = detected / checked
+        below += score < TARGET
+        module = str(meta.relative_to(MUTANTS)).removesuffix(".meta")
+        print(
+            f"{module:48} {checked:9d} {detected:9d} {statuses['survived']:9d} "
+            f"{statuses['no tests']:9d} {score:7.1%}"
+        )
+    return 1 if below else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
