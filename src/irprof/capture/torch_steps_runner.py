@@ -11,15 +11,18 @@ and `optimizer.zero_grad(set_to_none=True)`, each phase run by its own Python fu
 (`PHASE_FUNCTIONS`); the model and the loss are one module (`TrainingLoss`), so the exported
 program, the IR and the profiler's module chains all include the loss.
 
-Timed steps run under `torch.profiler.profile(activities=[CPU])` and nothing else: no shapes,
-no call stacks, no verbose config, which make each op's own time larger (docs issue 18). What
+Timed steps run under `torch.profiler.profile(activities=[CPU])` with torch's own step
+schedule and nothing else: no shapes, no call stacks, no verbose config, which make each op's
+own time larger (a `record_function` per training phase cost ~9% on a small model, so phases
+are read from the reference step's call stacks instead). What
 correlation needs beyond op names and times comes from one separate, untimed step profiled with
 `record_shapes`, `with_stack` and verbose call stacks (the call-stack reference): the
-correlator joins timed events to its events by execution order. Every step is marked with a
-`ProfilerStep#N` record_function in both sessions, so steps are told apart the same way.
+correlator joins timed events to its events by execution order. Every step is a
+`ProfilerStep#N` annotation in both sessions, so steps are told apart the same way.
 
-The capture also times the same number of steps with no profiler and with `torch.profiler` at
-its defaults, so the manifest records what the profiler costs (`options.overhead`).
+The capture also times steps with no profiler and with `torch.profiler` at its defaults (as
+many as the profiled steps, at least `MIN_BASELINE_STEPS`), so the manifest records what the
+profiler costs (`options.overhead`: median step times in ns).
 """
 
 from __future__ import annotations
@@ -32,11 +35,12 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from torch.profiler import ProfilerActivity, profile, record_function
+from torch.profiler import ProfilerActivity, profile, record_function, schedule
 
 from irprof.capture.torch_locations import PHASE_FUNCTIONS
 
 STEP_PREFIX = "ProfilerStep#"  # the name torch's own schedule gives its step annotations
+MIN_BASELINE_STEPS = 10  # steps timed without and with the plain profiler, at least
 MODES = ("infer", "train")
 
 
@@ -161,14 +165,17 @@ def plain_profiler_steps(step: Callable[[], None], count: int) -> list[int]:
 
 
 def timed_profile(step: Callable[[], None], count: int, trace_path: Path) -> list[int]:
-    """irprof's timed steps: CPU activity and step markers only; writes the Chrome trace."""
+    """irprof's timed steps: CPU activity only, under torch's own schedule (one warm-up step
+    the profiler records and discards, then `count` steps, each a `ProfilerStep#N`
+    annotation); writes the Chrome trace."""
     durations = []
-    with profile(activities=[ProfilerActivity.CPU]) as session:
-        for index in range(count):
-            with record_function(f"{STEP_PREFIX}{index}"):
-                durations.append(_timed(step))
+    plan = schedule(wait=0, warmup=1, active=count, repeat=1)
+    with profile(activities=[ProfilerActivity.CPU], schedule=plan) as session:
+        for _ in range(1 + count):
+            durations.append(_timed(step))
+            session.step()
     _export(session, trace_path)
-    return durations
+    return durations[1:]
 
 
 def reference_profile(
@@ -227,20 +234,24 @@ def profile_model(
     """Warm up; time `steps` steps without a profiler, under the plain profiler and under
     irprof's timed session (kept as the trace); then the call-stack reference step."""
     step = step_function(spec)
+    baseline_steps = max(steps, MIN_BASELINE_STEPS)
     with torch.set_grad_enabled(spec.mode == "train"):
         for _ in range(warmup):
             step()
-        bare = unprofiled_steps(step, steps)
-        plain = plain_profiler_steps(step, steps)
+        # The first step of each condition (a profiler session's first especially) is slow:
+        # every condition leaves it out (the timed session through the schedule's warm-up).
+        bare = unprofiled_steps(step, 1 + baseline_steps)[1:]
+        plain = plain_profiler_steps(step, 1 + baseline_steps)[1:]
         timed = timed_profile(step, steps, trace_path)
         parameters = list(spec.model.named_parameters()) if spec.mode == "train" else []
         order = reference_profile(step, reference_path, parameters)
     overhead = {
         "steps": steps,
+        "baseline_steps": baseline_steps,
         "no_profiler_ns": median_ns(bare),
         "profiler_ns": median_ns(plain),
         "irprof_ns": median_ns(timed),
         "profiler": "torch.profiler.profile() at its defaults",
-        "timed_steps": "activities=[CPU], a ProfilerStep#N record_function per step",
+        "timed_steps": "activities=[CPU], schedule(warmup=1, active=steps)",
     }
     return StepRecord(overhead, order)

@@ -9,7 +9,8 @@ import typer
 from rich.console import Console
 
 from irprof.api import annotate as annotate_run
-from irprof.renderers.coverage_table import coverage_report
+from irprof.api import open_run
+from irprof.renderers.coverage_table import capture_overhead_text, coverage_report
 
 
 def annotate(
@@ -33,8 +34,9 @@ def annotate(
     ] = False,
 ) -> None:
     """Join the run's trace to one IR level and write annotated IR, opprofile and coverage."""
+    bundle = open_run(run)
     outcome = annotate_run(
-        run,
+        bundle,
         level,
         attr=attr,
         allow_low_coverage=allow_low_coverage,
@@ -42,6 +44,10 @@ def annotate(
     )
     console = Console(highlight=False)
     console.print(coverage_report(outcome.coverage))
+    # The times above were measured in the capture's timed steps: say what the profiler cost.
+    overhead = capture_overhead_text(bundle.manifest().options)
+    if overhead:
+        console.print(overhead)
     console.print(
         f"annotated {outcome.ops_annotated} ops -> {outcome.annotated_path}\n"
         f"opprofile -> {outcome.opprofile_path}"

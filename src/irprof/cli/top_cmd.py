@@ -10,9 +10,14 @@ from rich.console import Console
 
 from irprof.analyses.annotated_levels import load_annotated_level, model_script
 from irprof.analyses.hotspots import GROUP_BYS, hotspots
+from irprof.analyses.machine_peaks import resolve_peaks
+from irprof.analyses.roofline import roofline as build_roofline
 from irprof.bundle import RunBundle
 from irprof.errors import UsageError
+from irprof.fileio import write_bytes_atomic
+from irprof.renderers.coverage_table import capture_overhead_text
 from irprof.renderers.hotspot_table import hotspot_rich_table
+from irprof.renderers.roofline_svg import RENDERER as ROOFLINE_SVG
 from irprof.run_annotate import bundle_framework
 
 
@@ -29,10 +34,35 @@ def top(
             "--expand-groups", help="By op: list each op of a fused/decomposed event (estimated)."
         ),
     ] = False,
+    roofline: Annotated[
+        bool,
+        typer.Option(
+            "--roofline",
+            help="Add FLOP/B, achieved GFLOP/s and GB/s, fraction of the roof and the bound.",
+        ),
+    ] = False,
+    peaks: Annotated[
+        Path | None,
+        typer.Option(
+            "--peaks", help="Cache of this machine's measured peaks (~/.cache/irprof/peaks.json)."
+        ),
+    ] = None,
+    peak_gflops: Annotated[
+        float | None,
+        typer.Option("--peak-gflops", help="Compute roof (with --peak-gbps)."),
+    ] = None,
+    peak_gbps: Annotated[
+        float | None, typer.Option("--peak-gbps", help="Memory roof (with --peak-gflops).")
+    ] = None,
+    svg: Annotated[
+        Path | None, typer.Option("--svg", help="With --roofline: also write the plot as SVG.")
+    ] = None,
 ) -> None:
     """Show the ops (or op kinds, or name scopes) that took the most time."""
     if by not in GROUP_BYS:
         raise UsageError(f"--by {by!r}: expected one of {'|'.join(GROUP_BYS)}")
+    if svg is not None and not roofline:
+        raise UsageError("--svg draws the roofline: add --roofline")
     bundle = RunBundle(run)
     manifest = bundle.manifest()
     bundle_framework(bundle)  # a bundle of an unknown stack is not a run irprof wrote
@@ -46,9 +76,21 @@ def top(
     )
     script = model_script(bundle, manifest)
     title = f"{manifest.framework} · {script} · level {loaded.level} · by {by}"
+    overhead = capture_overhead_text(manifest.options, brief=True)
+    if overhead:
+        title += f" · {overhead}"
+    points = None
+    if roofline:
+        machine = resolve_peaks(peaks, peak_gflops, peak_gbps)
+        points = build_roofline(
+            table, loaded.profiled, loaded.module, level=loaded.level, peaks=machine
+        )
     Console(highlight=False).print(
-        hotspot_rich_table(table, loaded.profiled, script=script, title=title)
+        hotspot_rich_table(table, loaded.profiled, script=script, title=title, roofline=points)
     )
+    if svg is not None and points is not None:
+        write_bytes_atomic(svg, ROOFLINE_SVG.render(points))
+        Console(highlight=False, stderr=True).print(f"roofline -> {svg}", markup=False)
 
 
 def register(app: typer.Typer) -> None:

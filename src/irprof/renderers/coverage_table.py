@@ -2,14 +2,83 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from rich.console import Group
 from rich.table import Table
 
 from irprof.coverage import Coverage
+from irprof.renderers.units import format_ns
+
+OVERHEAD_FIELDS = ("no_profiler_ns", "profiler_ns", "irprof_ns")
+PHASES = ("forward", "backward", "optimizer")
 
 
 def _ms(ns: int) -> str:
     return f"{ns / 1e6:,.3f} ms"
+
+
+def _positive_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+
+
+def capture_overhead(options: Mapping[str, Any]) -> dict[str, int] | None:
+    """The capture's measured step times (`options.overhead` of the manifest), or None when
+    the capture did not record them (or the record is not three positive integers)."""
+    record = options.get("overhead")
+    if not isinstance(record, dict) or not all(
+        _positive_int(record.get(f)) for f in OVERHEAD_FIELDS
+    ):
+        return None
+    return {
+        field: int(record[field])
+        for field in (*OVERHEAD_FIELDS, "steps")
+        if _positive_int(record.get(field))
+    }
+
+
+def capture_overhead_text(options: Mapping[str, Any], *, brief: bool = False) -> str:
+    """Median step time without profiler, under the framework's profiler and in irprof's
+    timed steps, with ratios; empty when the bundle has no such record."""
+    record = capture_overhead(options)
+    if record is None:
+        return ""
+    bare, plain, timed = (record[field] for field in OVERHEAD_FIELDS)
+    if brief:
+        return f"timed steps {timed / plain:.2f}x the profiler alone"
+    steps = f" of {record['steps']} timed" if "steps" in record else ""
+    return (
+        f"capture overhead (median step time{steps}): {format_ns(bare)} without profiler, "
+        f"{format_ns(plain)} under the framework's profiler at its defaults, {format_ns(timed)} "
+        f"in irprof's timed steps ({timed / plain:.2f}x the profiler alone, "
+        f"{timed / bare:.2f}x no profiler)"
+    )
+
+
+def _phase_table(training: Any) -> Table | None:
+    """A training step's time by phase, when the correlator reported it."""
+    if not isinstance(training, dict):
+        return None
+    profiled, attributed = training.get("phases_profiled_ns"), training.get("phases_ns")
+    if not isinstance(profiled, dict) or not isinstance(attributed, dict):
+        return None
+    table = Table(title="training step by phase")
+    for column in ("phase", "profiled", "attributed to ops"):
+        table.add_column(column, justify="left" if column == "phase" else "right")
+    buckets = training.get("buckets", [])
+    for phase in PHASES:
+        spent, given = profiled.get(phase), attributed.get(phase)
+        if not isinstance(spent, int) or isinstance(spent, bool) or spent <= 0:
+            continue
+        if isinstance(buckets, list) and phase in buckets:
+            shown = "own bucket, no IR op"
+        elif isinstance(given, int) and not isinstance(given, bool):
+            shown = _ms(given)
+        else:
+            shown = "-"
+        table.add_row(phase, _ms(spent), shown)
+    return table
 
 
 def coverage_report(coverage: Coverage) -> Group:
@@ -31,6 +100,9 @@ def coverage_report(coverage: Coverage) -> Group:
         f"({coverage.ops_nontrivial_annotated}/{coverage.ops_nontrivial})",
     )
     parts: list[Table] = [figures]
+    phases = _phase_table(coverage.extra.get("training"))
+    if phases is not None:
+        parts.append(phases)
     if coverage.unmatched_events:
         events = Table(title="largest unmatched events")
         for column in ("event", "time", "count", "reason"):

@@ -183,6 +183,16 @@
   }
 
   // ---------- tabs ----------
+  // The capture's median step times (manifest options.overhead): what the profiler cost the
+  // steps every time above was measured in. Null unless all three are positive integers.
+  function captureOverhead(options) {
+    var o = options && options.overhead;
+    var keys = ["no_profiler_ns", "profiler_ns", "irprof_ns"];
+    if (!o || typeof o !== "object" || !keys.every(function (k) { return Number.isInteger(o[k]) && o[k] > 0; })) return null;
+    return "timed steps " + fmtNs(o.irprof_ns) + " (" + (o.irprof_ns / o.profiler_ns).toFixed(2) + "x the profiler alone at " +
+      fmtNs(o.profiler_ns) + ", " + (o.irprof_ns / o.no_profiler_ns).toFixed(2) + "x no profiler at " + fmtNs(o.no_profiler_ns) + ")";
+  }
+
   function summaryTab() {
     var lv = level();
     var cov = lv.coverage;
@@ -195,6 +205,8 @@
       card("ops annotated", lv.ops_annotated + " of " + lv.ops_total),
       card("non-trivial coverage", cov ? fmtShare(cov.nontrivial_coverage) + " (" + cov.ops_nontrivial_annotated + "/" + cov.ops_nontrivial + ")" : "-"),
     ]);
+    var overhead = captureOverhead(manifest.options);
+    if (overhead) cards.appendChild(card("capture overhead", overhead));
     var rows = DATA.levels.map(function (l) {
       var c = l.coverage || {};
       return { level: l.level, profiled: l.profiled_ns, attributed: c.attributed_ns, time: c.time_coverage, ops: l.ops_annotated + "/" + l.ops_total, nontrivial: c.nontrivial_coverage };
