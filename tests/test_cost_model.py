@@ -8,7 +8,8 @@ from collections.abc import Iterator
 import pytest
 from iree.compiler import ir
 
-from irprof.mlir.cost_model import group_cost, op_cost, share_weights
+from irprof.mlir.cost_groups import call_graph, group_cost
+from irprof.mlir.cost_model import op_cost, share_weights
 from irprof.mlir.op_index import walk_ops
 
 F32 = 4
@@ -318,3 +319,64 @@ def test_share_weights_by_flops_then_bytes_then_even(context: ir.Context) -> Non
     weights, basis = share_weights([transpose, identity])
     assert basis == "bytes" and weights == [float(2 * 8 * 8 * 4 * F32 + 16), 0.0]
     assert share_weights([relu, unranked]) == ([1.0, 1.0], "even")
+
+
+CALLED = """
+module {
+  func.func @main(%x: tensor<64x32xf32>, %b: tensor<64x32xf32>) -> tensor<64x32xf32> {
+    %0 = stablehlo.add %x, %b : tensor<64x32xf32>
+    %1 = func.call @relu(%0) : (tensor<64x32xf32>) -> tensor<64x32xf32>
+    return %1 : tensor<64x32xf32>
+  }
+  func.func private @relu(%a: tensor<64x32xf32>) -> tensor<64x32xf32> {
+    %z = stablehlo.constant dense<0.0> : tensor<64x32xf32>
+    %0 = stablehlo.maximum %a, %z : tensor<64x32xf32>
+    return %0 : tensor<64x32xf32>
+  }
+}
+"""
+
+
+def test_a_fusion_across_a_private_function_does_not_move_the_value_it_hands_over(
+    context: ir.Context,
+) -> None:
+    module = ir.Module.parse(CALLED)
+    PARSED.append(module)
+    ops = {op.name: op for op in walk_ops(module)}
+    add, maximum, constant = (
+        ops["stablehlo.add"],
+        ops["stablehlo.maximum"],
+        ops["stablehlo.constant"],
+    )
+    tile = 64 * 32 * F32
+    fused = group_cost([add, maximum, constant], call_graph(module))
+    # x and b read, the maximum written; the sum handed to @relu never leaves the fusion.
+    assert fused.bytes == 3 * tile and fused.flops == 2 * 64 * 32
+    # Without the call graph the call boundary counts as a write and a read.
+    assert group_cost([add, maximum, constant]).bytes == 5 * tile
+
+
+RETURNED = """
+module {
+  func.func @main(%x: tensor<64x32xf32>, %b: tensor<64x32xf32>) -> tensor<64x32xf32> {
+    %0 = func.call @dense(%x, %b) : (tensor<64x32xf32>, tensor<64x32xf32>) -> tensor<64x32xf32>
+    %z = stablehlo.constant dense<0.0> : tensor<64x32xf32>
+    %1 = stablehlo.maximum %0, %z : tensor<64x32xf32>
+    return %1 : tensor<64x32xf32>
+  }
+  func.func private @dense(%x: tensor<64x32xf32>, %b: tensor<64x32xf32>) -> tensor<64x32xf32> {
+    %0 = stablehlo.add %x, %b : tensor<64x32xf32>
+    return %0 : tensor<64x32xf32>
+  }
+}
+"""
+
+
+def test_a_value_returned_from_a_function_into_the_fusion_stays_inside(
+    context: ir.Context,
+) -> None:
+    module = ir.Module.parse(RETURNED)
+    PARSED.append(module)
+    ops = {op.name: op for op in walk_ops(module)}
+    members = [ops["stablehlo.add"], ops["stablehlo.maximum"], ops["stablehlo.constant"]]
+    assert group_cost(members, call_graph(module)).bytes == 3 * 64 * 32 * F32

@@ -339,7 +339,8 @@ RULES: dict[str, Rule] = {
 }
 
 
-def _is_payload(op: ir.Operation) -> bool:
+def is_payload(op: ir.Operation) -> bool:
+    """An op in the region of a structured op (a linalg body, a reduce's combiner)."""
     parent = op.parent
     if parent is None:
         return False
@@ -351,7 +352,7 @@ def op_cost(op: ir.Operation | ir.OpView) -> OpCost:
     """FLOPs and bytes of one execution of `op` (see the module docstring for the rules)."""
     operation = op.operation
     name = operation.name
-    if _is_payload(operation):
+    if is_payload(operation):
         return BODY
     dialect, kind = name.split(".", 1)[0], op_kind(name)
     if kind in CALL_KINDS:
@@ -387,40 +388,14 @@ def share_weights(ops: Sequence[ir.Operation | ir.OpView]) -> tuple[list[float],
     return [1.0] * len(ops), "even"
 
 
-def _inside(op: ir.Operation | None, members: set[ir.Operation]) -> bool:
-    while op is not None:
-        if op in members:
-            return True
-        op = op.parent
-    return False
+# Which category names a row of several ops: the most telling work first.
+CATEGORY_ORDER = (
+    "matmul", "conv", "pool", "softmax", "norm", "reduction", "elementwise", "gather", "copy",
+    "call", "free", "body",
+)  # fmt: skip
 
 
-def _defining_op(value: ir.Value) -> ir.Operation | None:
-    owner = value.owner
-    if isinstance(owner, ir.Block):
-        return owner.owner.operation if owner.owner is not None else None
-    return owner.operation
-
-
-def group_cost(ops: Iterable[ir.Operation | ir.OpView]) -> OpCost:
-    """The cost of ops that ran as one kernel: FLOPs summed, bytes only of the tensors that
-    cross the group's boundary (an intermediate stays in registers or cache)."""
-    members = {op.operation for op in ops}
-    costs = [op_cost(op) for op in members]
-    flops = None if any(c.flops is None for c in costs) else sum(c.flops or 0 for c in costs)
-    crossing: list[ir.Value] = []
-    for op in members:
-        if _is_payload(op) and _inside(op.parent, members):
-            continue
-        crossing += [v for v in op.operands if not _inside(_defining_op(v), members)]
-        for result in op.results:
-            users = [use.owner.operation for use in result.uses]
-            if not users or any(not _inside(user, members) for user in users):
-                crossing.append(result)
-    categories = [c.category for c in costs if c.category not in ("free", "body")]
-    main = max(set(categories), key=categories.count) if categories else "free"
-    for preferred in ("matmul", "conv"):
-        if preferred in categories:
-            main = preferred
-            break
-    return OpCost(flops, sum_bytes(crossing), main)
+def dominant_category(categories: Iterable[str]) -> str:
+    """The category that names ops of several categories (`matmul` over `copy`)."""
+    present = set(categories)
+    return next((c for c in CATEGORY_ORDER if c in present), "free")
