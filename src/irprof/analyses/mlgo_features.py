@@ -2,8 +2,9 @@
 model or an ML-guided compiler, in the shape of LLVM's MLGO `TrainingLogger` logs.
 
 One observation per profiled op (calls that repeat their callee's time left out), one context
-per IR level and function. The features are read from the IR's types, nothing from the trace;
-the score is the op's mean measured time per event. Ids are CRC-32 of the names (`op_kind_id =
+per IR level and function. The features are read from the IR's types (FLOPs and bytes moved by
+the cost model that attribution and the roofline use), nothing from the trace; the score is the
+op's mean measured time per event. Ids are CRC-32 of the names (`op_kind_id =
 crc32("tf.Conv2D")`), so they are the same in every run and every corpus without a shared
 vocabulary file (`irprof dataset` still writes one, to read the ids back).
 """
@@ -22,6 +23,7 @@ from irprof.analyses.annotated_levels import load_annotated_level
 from irprof.analyses.profiled_ops import ProfiledOp
 from irprof.bundle import RunBundle
 from irprof.errors import BundleError
+from irprof.mlir.cost_model import op_cost
 from irprof.mlir.op_index import derive_op_infos
 
 MAX_RANK = 6  # shape features hold this many dims (leading dims; padding 0)
@@ -68,6 +70,8 @@ FEATURES: tuple[TensorSpec, ...] = (
     _int("event_count"),  # events the op's time comes from
     _int("estimated"),  # 1 when the time is a share of a group's events
     _int("group_size"),  # ops sharing those events (0 when measured alone)
+    _int("flops"),  # one execution, from `irprof.mlir.cost_model`; -1 unknown
+    _int("bytes_moved"),  # tensors read and written by one execution; -1 unknown
 )
 SCORE = _int("mean_ns")
 
@@ -180,6 +184,7 @@ def op_features(op: ir.Operation, level: str, profiled: ProfiledOp) -> tuple[tup
     )
     profile = profiled.profile
     assert profile is not None  # only profiled ops are observed
+    cost = op_cost(op)
     name = profiled.op_name
     return (
         (name_id(name),),
@@ -198,6 +203,8 @@ def op_features(op: ir.Operation, level: str, profiled: ProfiledOp) -> tuple[tup
         (profile.count,),
         (int(profile.estimated),),
         (profile.group_size,),
+        (cost.flops if cost.flops is not None else UNKNOWN,),
+        (cost.bytes if cost.bytes is not None else UNKNOWN,),
     )
 
 

@@ -10,6 +10,7 @@ from rich.text import Text
 
 from irprof.analyses.hotspots import HotspotTable
 from irprof.analyses.profiled_ops import ProfiledModule
+from irprof.analyses.roofline import Roofline, RooflinePoint
 from irprof.renderers.units import format_ns, format_share, shorten
 
 _KEY_TITLE = {"op": "op (runtime name)", "type": "op kind", "scope": "name scope"}
@@ -27,10 +28,35 @@ def editor_location(profiled: ProfiledModule, op_index: int, script: str) -> str
     return op.site_source or op.location
 
 
+ROOFLINE_COLUMNS = ("FLOP/B", "GFLOP/s", "GB/s", "roof", "bound")
+
+
+def _figure(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3g}"
+
+
+def roofline_cells(point: RooflinePoint) -> list[Text]:
+    """Intensity, achieved GFLOP/s and GB/s, fraction of the roof and the bound of a row."""
+    fraction = point.roof_fraction
+    return [
+        Text(_figure(point.intensity)),
+        Text(_figure(point.achieved_gflops)),
+        Text(_figure(point.achieved_gbps)),
+        Text("-" if fraction is None else f"{fraction * 100:.1f}%"),
+        Text(point.bound if point.known else "-"),
+    ]
+
+
 def hotspot_rich_table(
-    table: HotspotTable, profiled: ProfiledModule, *, script: str = "", title: str = ""
+    table: HotspotTable,
+    profiled: ProfiledModule,
+    *,
+    script: str = "",
+    title: str = "",
+    roofline: Roofline | None = None,
 ) -> Table:
-    """A rich Table of hotspot rows; untrusted names are plain Text, never markup."""
+    """A rich Table of hotspot rows (with the roofline's columns when given); untrusted names
+    are plain Text, never markup."""
     rich_table = Table(title=title or None, title_justify="left", expand=False)
     rich_table.add_column("#", justify="right", style="dim")
     rich_table.add_column(_KEY_TITLE[table.by], overflow="fold")
@@ -40,6 +66,8 @@ def hotspot_rich_table(
         rich_table.add_column(column, justify="right")
     if table.by != "op":
         rich_table.add_column("ops", justify="right")
+    for column in ROOFLINE_COLUMNS if roofline is not None else ():
+        rich_table.add_column(column, justify="right")
     # Locations fold instead of being cut: an editor needs the whole `file:line:col`.
     rich_table.add_column(
         "location (hottest op)" if table.by != "op" else "location", overflow="fold"
@@ -58,6 +86,8 @@ def hotspot_rich_table(
         ]
         if table.by != "op":
             cells.append(Text(str(row.ops)))
+        if roofline is not None:
+            cells += roofline_cells(roofline.points[rank - 1])
         cells.append(Text(editor_location(profiled, row.op_index, script), style="cyan"))
         rich_table.add_row(*cells)
     rich_table.caption = (
@@ -68,7 +98,19 @@ def hotspot_rich_table(
         rich_table.caption += " · ~ estimated share of a fused or decomposed event"
     if any(row.group for row in table.rows):
         rich_table.caption += " · `+N ops`: one event group, measured (--expand-groups)"
+    if roofline is not None:
+        rich_table.caption += "\n" + roofline_caption(roofline)
     return rich_table
+
+
+def roofline_caption(roofline: Roofline) -> str:
+    """What the roofline columns rest on: the peaks and how much time has a known cost."""
+    peaks = roofline.peaks.describe() if roofline.peaks else "no peaks: no roof or bound"
+    costed = format_share(roofline.costed_ns / roofline.total_ns) if roofline.total_ns else "-"
+    return (
+        f"roofline: {peaks} · FLOPs and bytes from the IR's types for {costed} of these rows' "
+        "time (`-`: a shape the IR does not know)"
+    )
 
 
 def render_text(table: Table, *, width: int = 160) -> str:

@@ -12,6 +12,9 @@ Perfetto UI and trace processor read natively:
 - one flow per attributed event links the kernel slice to its op's slices at every level, so
   selecting a kernel walks to the IR ops it ran (and across levels);
 - counter events of the trace become counter tracks (one per counter and value name);
+- with the ops' FLOPs (`CostedTraceExport`), one counter track per IR level holds the achieved
+  GFLOP/s: each op slice adds its FLOPs over its duration while it runs (a fused kernel's
+  members add up to the kernel's rate);
 - the original event arguments are debug annotations on their slices.
 
 Timestamps are the trace's own nanoseconds (epoch ns for XPlane) on Perfetto's default clock.
@@ -26,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from irprof.analyses.profiled_ops import ProfiledOp
+from irprof.analyses.trace_costs import CostedTraceExport
 from irprof.analyses.trace_export import OpRef, TraceExport
 from irprof.trace.model import EventKind
 
@@ -172,6 +176,23 @@ def _numbers(args: dict[str, Any]) -> Iterator[tuple[str, float]]:
             yield key, float(value)
 
 
+def _flop_rate_tracks(
+    writer: _Writer, parent: int, rates: dict[str, list[tuple[int, float]]]
+) -> None:
+    """One counter track per level: the sum of the FLOP rates of the op slices running."""
+    for level, changes in rates.items():
+        track = writer.track(f"achieved GFLOP/s · IR level {level}", parent, counter=True)
+        running = 0.0
+        changes.sort(key=lambda change: change[0])
+        for position, (ts, delta) in enumerate(changes):
+            running += delta
+            if position + 1 < len(changes) and changes[position + 1][0] == ts:
+                continue  # one value per timestamp: the sum after every change at it
+            event = writer.event(ts, track)
+            event.type = writer.pb.TrackEvent.TYPE_COUNTER
+            event.double_counter_value = max(0.0, round(running, 9))
+
+
 def perfetto_trace(export: TraceExport, pb: Any) -> bytes:
     """The `.pftrace` bytes of `export`, built with the perfetto_trace_pb2 module `pb`."""
     writer = _Writer(pb)
@@ -198,6 +219,8 @@ def perfetto_trace(export: TraceExport, pb: Any) -> bytes:
     ops = {(level, op.index): op for level, profiled in export.levels for op in profiled.ops}
     refs_of = export.ops_by_event_name()
     counters: dict[tuple[int, str], int] = {}
+    flops = export.flops_per_event if isinstance(export, CostedTraceExport) else {}
+    rates: dict[str, list[tuple[int, float]]] = {}
     flow_id = 0
     strings = trace.strings
     # Time order, longest first: a track's enclosing slices are placed before their children.
@@ -243,6 +266,12 @@ def perfetto_trace(export: TraceExport, pb: Any) -> bytes:
             else:
                 op_begin.flow_ids.append(flow_id)
             _op_notes(op_begin, ref, ops[(ref.level, ref.op_index)], name)
+            work = flops.get((ref.level, ref.op_index))
+            if work and dur > 0:
+                _annotate(op_begin, "flops", int(work))
+                # GFLOP/s = FLOP per ns.
+                rates.setdefault(ref.level, []).extend(((ts, work / dur), (ts + dur, -work / dur)))
+    _flop_rate_tracks(writer, ir_root, rates)
     return writer.serialize()
 
 
@@ -253,7 +282,7 @@ class PerfettoProtoRenderer:
     name: str = "perfetto"
     extension: str = ".pftrace"
     # What the renderer reads from a run bundle: `(bundle, level | None) -> TraceExport`.
-    input: str = "irprof.analyses.trace_export:load_trace_export"
+    input: str = "irprof.analyses.trace_costs:load_costed_trace_export"
 
     def render(self, data: TraceExport) -> bytes:
         """Serialized `perfetto.protos.Trace`."""
