@@ -18,6 +18,7 @@ _PASSES.register("irprof-stamp-origin", "irprof.passes.stamp_origin:StampOriginP
 _PASSES.register("irprof-copy-loc-to-body", "irprof.passes.copy_loc_to_body:CopyLocToBodyPass")
 _PASSES.register("irprof-reattach", "irprof.passes.reattach:ReattachPass")
 _PASSES.register("irprof-tf-pgo", "irprof.passes.tf_pgo:TfPgoPass")
+_PASSES.register("irprof-cost", "irprof.passes.cost:CostPass")
 
 
 def get_all_passes() -> Registry[type[Any]]:
