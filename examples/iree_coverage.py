@@ -20,6 +20,7 @@ from irprof.capture.jax import JaxCaptureOptions, capture_jax
 from irprof.capture.torch import TorchCaptureOptions, capture_torch
 from irprof.correlate.base import CorrelationOptions, CorrelationResult
 from irprof.correlate.iree import CORRELATOR as IREE_CORRELATOR
+from irprof.errors import IrprofError
 from irprof.frameworks import get_all_frameworks
 
 EXAMPLES = Path(__file__).resolve().parent
@@ -90,10 +91,10 @@ def markdown(rows: list[LevelRow], times: list[TimeRow]) -> str:
     ]
     for row in rows:
         coverage = row.result.coverage
+        ops = f"{coverage.ops_nontrivial_annotated}/{coverage.ops_nontrivial}"
         lines.append(
             f"| `{row.model}` | {row.level} | {coverage.time_coverage:.2%} of "
-            f"{_ms(coverage.profiled_ns)} | {coverage.ops_nontrivial_annotated}/{coverage.ops_nontrivial} "
-            f"({coverage.nontrivial_coverage:.0%}) |"
+            f"{_ms(coverage.profiled_ns)} | {ops} ({coverage.nontrivial_coverage:.0%}) |"
         )
     missing = [
         (row, event)
@@ -128,16 +129,22 @@ def main(argv: list[str]) -> int:
     out_dir = args.out_dir or Path(tempfile.mkdtemp(prefix="irprof-iree-coverage-"))
     rows: list[LevelRow] = []
     times: list[TimeRow] = []
+    refused: list[str] = []
     for script in SCRIPTS:
         if args.only and script.stem not in args.only:
             continue
         print(f"capturing {script.relative_to(EXAMPLES.parent)}", file=sys.stderr)
-        level_rows, time_row = measure(
-            script.stem, capture(script, out_dir / script.stem, args.steps)
-        )
+        try:
+            bundle = capture(script, out_dir / script.stem, args.steps)
+        except IrprofError as error:  # a model this path cannot take: say which and why
+            refused.append(f"- `{script.stem}`: {str(error).splitlines()[0][:300]}")
+            continue
+        level_rows, time_row = measure(script.stem, bundle)
         rows += level_rows
         times.append(time_row)
     print(markdown(rows, times))
+    if refused:
+        print("\nNot captured:\n" + "\n".join(refused))
     return 0
 
 

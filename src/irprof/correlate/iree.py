@@ -225,7 +225,7 @@ def _correlate(
     reasons, not_executed = (
         flow_reasons(flow_infos, plans, annotated)
         if is_flow
-        else source_reasons(infos, annotated, *source_ops)
+        else source_reasons(infos, annotated, {trace.name_of(row) for row in rows}, *source_ops)
     )
     coverage = coverage_for(
         [(info.op, info.key) for info in infos],

@@ -83,6 +83,7 @@ REINDEX_OPS = frozenset(
 # Ops that must not count as constants even without operands.
 NOT_CONSTANT_WORDS = ("rand", "normal", "bernoulli", "empty")
 CONTAINERS = ("func.func", "util.func", "builtin.module")
+TERMINATORS = (".return", ".yield", ".terminator")
 
 
 def is_reindexing(op_name: str) -> bool:
@@ -96,7 +97,7 @@ def constant_positions(infos: Sequence[OpInfo]) -> set[int]:
     constant: set[int] = set()
     for position, info in enumerate(infos):
         op = info.op
-        if info.op_name in CONTAINERS or (is_trivial_op(info.op_name) and len(op.operands)):
+        if info.op_name in CONTAINERS or info.op_name.endswith(TERMINATORS):
             continue
         if len(op.regions) or any(word in info.op_name for word in NOT_CONSTANT_WORDS):
             continue

@@ -15,6 +15,7 @@ from irprof.correlate.iree_dispatch import DispatchPlan, origins
 from irprof.correlate.iree_sites import SiteMap
 from irprof.mlir.op_index import OpInfo
 
+INITIALIZER = "_initializer_"  # dispatch keys of module initializers (run once at load)
 # Host-side flow ops that only rename or re-view buffers: no run-time work of their own.
 FREE_HOST_OPS = frozenset(
     {"flow.tensor.reshape", "flow.tensor.bitcast", "flow.executable", "flow.executable.export"}
@@ -23,8 +24,10 @@ FREE_HOST_OPS = frozenset(
 
 @dataclass(frozen=True)
 class NamedOrigins:
-    """Source ops some IREE op names: inside a dispatch (by which key), or anywhere."""
+    """Source ops some IREE op names: computed in a dispatch, named by any op of a dispatch
+    (loads and stores too), or named anywhere (by which key)."""
 
+    computed_in: dict[int, str]
     in_dispatch: dict[int, str]
     anywhere: set[int]
 
@@ -34,57 +37,81 @@ def named_origins(
 ) -> NamedOrigins:
     """The source ops named by a dispatch's ops (any, loads and stores too) or by any IREE op."""
     in_dispatch: dict[int, str] = {}
+    computed_in: dict[int, str] = {}
     bodies = [(flow_infos, plan) for plan in plans.values()]
     bodies += [(sites.region_infos, plan) for plan in sites.plans.values()]
     for body_infos, plan in bodies:
         for position in plan.flow_weights:
             for origin in origins(body_infos[position].location, level)[:1]:
                 in_dispatch.setdefault(origin, plan.key)
+        for origin, weight in plan.source_weights.items():
+            if weight > 0:
+                computed_in.setdefault(origin, plan.key)
     anywhere = {
         origin
         for info in (*flow_infos, *sites.region_infos)
         for origin in origins(info.location, level)[:1]
     }
-    return NamedOrigins(in_dispatch, anywhere)
+    return NamedOrigins(computed_in, in_dispatch, anywhere)
 
 
 def source_reasons(
-    infos: list[OpInfo], annotated: set[int], named: NamedOrigins, missing: MissingOps
+    infos: list[OpInfo],
+    annotated: set[int],
+    ran: set[str],
+    named: NamedOrigins,
+    missing: MissingOps,
 ) -> tuple[dict[int, str], set[int]]:
-    """Why each source op got no time, and the ones that do no run-time work (free)."""
+    """Why each source op got no time, and the ones that do no run-time work (free).
+    `ran`: the dispatch keys with profiled events."""
     reasons: dict[int, str] = {}
     free: set[int] = set()
     for position, info in enumerate(infos):
         if position in annotated:
             continue
         reindexing = is_reindexing(info.op_name)
-        if position in named.in_dispatch:
-            key = named.in_dispatch[position]
-            if reindexing:
-                reasons[position] = (
-                    f"re-indexes data only: an offset or stride of {key}'s bindings "
-                    "(no work of its own)"
-                )
-                free.add(position)
-            else:
-                reasons[position] = f"only binding loads/stores of {key} carry it (no compute)"
-        elif position in named.anywhere and (reindexing or position in missing.constant):
-            reasons[position] = "only host-side flow ops carry it (no dispatch; run-time free)"
+        key = named.computed_in.get(position) or named.in_dispatch.get(position)
+        if reindexing:
+            # Whatever names it (a binding offset, a copy folded into a consumer's maps), it
+            # moves or re-views data that its readers load: no work of its own.
+            where = f"the bindings or maps of {key}" if key else "its readers' indexing maps"
+            reasons[position] = f"re-indexes data only: folded into {where} (no work of its own)"
             free.add(position)
+        elif named.computed_in.get(position) in ran:
+            reasons[position] = (
+                f"computed in {named.computed_in[position]}, whose events could not be told "
+                "apart by launch site (see the warnings): they follow its executable's ops"
+            )
+        elif position in named.computed_in and INITIALIZER in named.computed_in[position]:
+            reasons[position] = (
+                f"computed once when the module loads ({named.computed_in[position]}: IREE "
+                "hoisted it into an initializer), not in a profiled run"
+            )
+            free.add(position)
+        elif position in named.computed_in:
+            reasons[position] = (
+                f"computed in {named.computed_in[position]}, which did not run in the profiled "
+                "runs (a branch not taken, a loop that ran no iteration)"
+            )
+            free.add(position)  # it did no work in these runs
+        elif position in missing.constant:
+            reasons[position] = "computed from constants only: folded at compile time"
+            free.add(position)
+        elif info.op_name.endswith("call"):
+            reasons[position] = (
+                "a call whose callee did no dispatch work from here (its ops were folded or "
+                "only re-index data)"
+            )
+            free.add(position)
+        elif position in named.in_dispatch:
+            reasons[position] = (
+                f"only binding loads/stores of {named.in_dispatch[position]} carry it (no compute)"
+            )
         elif position in named.anywhere:
             reasons[position] = (
                 "only host-side flow ops carry it and no measured op consumes it (host work is "
                 "not profiled per op)"
             )
-        elif reindexing:
-            reasons[position] = (
-                "re-indexes data only: IREE folded it into the indexing maps of the ops that "
-                "read it (no work of its own)"
-            )
-            free.add(position)
-        elif position in missing.constant:
-            reasons[position] = "computed from constants only: folded at compile time"
-            free.add(position)
         else:
             reasons[position] = (
                 "no IREE op carries its origin and no measured op consumes it: folded by IREE, "

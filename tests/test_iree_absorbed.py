@@ -1,0 +1,66 @@
+"""Source ops no IREE compute op names: constant-derived, re-indexing, absorbed into a consumer."""
+
+from __future__ import annotations
+
+from iree.compiler import ir
+
+from irprof.correlate.iree_absorbed import (
+    absorb_into_plans,
+    absorbing_consumers,
+    classify_missing,
+    constant_positions,
+    source_work,
+)
+from irprof.correlate.iree_dispatch import DispatchPlan
+from irprof.mlir.context import make_context
+from irprof.mlir.load import parse_module
+from irprof.mlir.op_index import OpInfo, derive_op_infos
+
+SOURCE = """func.func @main(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %c = stablehlo.constant dense<2.0> : tensor<4x8xf32>
+  %folded = stablehlo.multiply %c, %c : tensor<4x8xf32>
+  %e = stablehlo.exponential %x : tensor<4x8xf32>
+  %t = stablehlo.transpose %e, dims = [0, 1] : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  %y = stablehlo.add %t, %folded : tensor<4x8xf32>
+  %unused = stablehlo.negate %x : tensor<4x8xf32>
+  return %y : tensor<4x8xf32>
+}
+"""
+
+
+def _infos() -> tuple[ir.Module, list[OpInfo], dict[str, int]]:
+    module = parse_module(SOURCE, make_context())
+    infos = derive_op_infos(module)
+    return module, infos, {info.op_name: position for position, info in enumerate(infos)}
+
+
+def test_ops_computed_from_constants_only() -> None:
+    _module, infos, at = _infos()
+    constant = constant_positions(infos)
+    assert at["stablehlo.multiply"] in constant and at["stablehlo.constant"] in constant
+    assert at["stablehlo.exponential"] not in constant  # reads the function's argument
+    assert at["stablehlo.add"] not in constant
+
+
+def test_a_missing_op_is_absorbed_into_the_measured_op_it_feeds() -> None:
+    _module, infos, at = _infos()
+    measured = {at["stablehlo.add"]}
+    missing = classify_missing(infos, measured, set(), frozenset({at["func.func"]}))
+    # exp reaches the measured add through a transpose (re-indexing: never missing itself)
+    assert missing.absorbed == {at["stablehlo.exponential"]: [at["stablehlo.add"]]}
+    assert at["stablehlo.negate"] not in missing.absorbed  # feeds nothing measured
+    assert at["stablehlo.multiply"] in missing.constant
+    assert absorbing_consumers(infos, [at["stablehlo.negate"]], measured) == {}
+
+
+def test_absorbed_work_joins_the_consumers_plans_in_proportion() -> None:
+    _module, infos, at = _infos()
+    add, exp = at["stablehlo.add"], at["stablehlo.exponential"]
+    first, second = DispatchPlan("d0"), DispatchPlan("d1")
+    first.source_weights[add] = 30.0
+    second.source_weights[add] = 10.0
+    absorb_into_plans([first, second], {exp: [add]}, infos)
+    work = source_work(infos[exp].op)
+    assert work == 32.0  # 4x8 elements
+    assert first.source_weights[exp] == 0.75 * work
+    assert second.source_weights[exp] == 0.25 * work
