@@ -26,7 +26,9 @@ not for the whole file (a trace mixing epoch and relative times).
 
 from __future__ import annotations
 
+import ctypes
 import tempfile
+from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -75,8 +77,10 @@ from irprof.trace.model import EventKind
 I64 = npt.NDArray[np.int64]
 SEGMENT_BYTES = 128 << 20  # JSON text per segment (one run): ~0.3 GB of peak memory
 # What the first pass keeps of a flow event, and in which type (ts without the base time).
-FLOW_FIELDS = {"row": np.int64, "phase": np.int8, "pid": np.int32, "tid": np.int32,
-               "ts_ns": np.int64, "cat": np.int32}  # fmt: skip
+FLOW_FIELDS: dict[str, tuple[str, Any]] = {
+    "row": ("q", np.int64), "phase": ("b", np.int8), "pid": ("i", np.int32),
+    "tid": ("i", np.int32), "ts_ns": ("q", np.int64), "cat": ("i", np.int32),
+}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -91,6 +95,38 @@ class StreamedTrace:
     metadata: dict[str, Any]
 
 
+class _FlowStore:
+    """The flow points of the first pass, each field one growing buffer (no array per segment
+    stays behind in the heap between what is freed)."""
+
+    def __init__(self) -> None:
+        self.fields = {key: array(code) for key, (code, _) in FLOW_FIELDS.items()}
+        self.ids = array("q")
+        self.id_values: list[Any] | None = None  # set once an id is not an int
+        self.binds_next = array("b")
+
+    def __len__(self) -> int:
+        return len(self.binds_next)
+
+    def add(self, fields: tuple[Any, ...], ids: list[Any], binds_next: list[Any]) -> None:
+        """Append one segment's points (`ids` and `binds_next` per decoded chunk)."""
+        for (key, (_, dtype)), values in zip(FLOW_FIELDS.items(), fields, strict=True):
+            self.fields[key].frombytes(np.ascontiguousarray(values, dtype=dtype).tobytes())
+        for chunk in ids:
+            if self.id_values is None and isinstance(chunk, np.ndarray):
+                self.ids.frombytes(chunk.astype(np.int64).tobytes())
+                continue
+            if self.id_values is None:
+                self.id_values = self.ids.tolist()
+            self.id_values.extend(chunk.tolist() if isinstance(chunk, np.ndarray) else chunk)
+        for chunk in binds_next:
+            self.binds_next.frombytes(chunk.astype(np.int8).tobytes())
+
+    def column(self, key: str) -> Any:
+        """One field as a numpy array (a copy: the buffer is freed after)."""
+        return np.frombuffer(self.fields.pop(key), dtype=FLOW_FIELDS[key][1]).copy()
+
+
 @dataclass
 class _Kept:
     """What the first pass keeps beside the runs, appended segment by segment."""
@@ -98,10 +134,7 @@ class _Kept:
     meta: dict[tuple[int, int, int], tuple[int, bytes]] = field(default_factory=dict)
     begin_end: list[tuple[Any, ...]] = field(default_factory=list)  # phase, pid, tid, ts, ...
     begin_end_args: list[bytes] = field(default_factory=list)
-    # Flow points, one list of per-segment arrays per field (row, phase, pid, tid, ts_ns, cat).
-    flows: dict[str, list[Any]] = field(default_factory=lambda: {key: [] for key in FLOW_FIELDS})
-    flow_ids: list[I64 | list[Any]] = field(default_factory=list)
-    flow_binds_next: list[npt.NDArray[np.bool_]] = field(default_factory=list)
+    flows: _FlowStore = field(default_factory=lambda: _FlowStore())
     names: set[int] = field(default_factory=set)
     tracks: set[tuple[int, int]] = field(default_factory=set)
     negative_durations: int = 0
@@ -172,10 +205,7 @@ class _FirstPass:
             rows = np.concatenate(columns.flow_rows)
             point_fields = (rows + first, phase[rows], pid_ids[rows], tid_ids[rows],
                             ts_ns[rows], cat_ids[rows])  # fmt: skip
-            for key, value in zip(FLOW_FIELDS, point_fields, strict=True):
-                self.kept.flows[key].append(value.astype(FLOW_FIELDS[key]))
-            self.kept.flow_ids.extend(columns.flow_ids)
-            self.kept.flow_binds_next.extend(columns.binds_next)
+            self.kept.flows.add(point_fields, columns.flow_ids, columns.binds_next)
         direct = np.nonzero(
             (phase == PHASE_SLICE) | (phase == PHASE_INSTANT) | (phase == PHASE_COUNTER)
         )[0]
@@ -283,6 +313,17 @@ class _FirstPass:
         del kept.begin_end[:], kept.begin_end_args[:]
 
 
+def release_freed_memory() -> None:
+    """Hand memory freed by the first pass back to the OS (glibc keeps freed blocks between
+    live ones, ~100 MB after a pass over a large file, which the merge would add its own to).
+    A no-op where the C library has no `malloc_trim`."""
+    try:
+        trim = ctypes.CDLL(None).malloc_trim
+    except (AttributeError, OSError):
+        return
+    trim(0)
+
+
 def stream_chrome_to_parquet(
     path: Path,
     output: Path,
@@ -298,6 +339,7 @@ def stream_chrome_to_parquet(
     with tempfile.TemporaryDirectory(prefix=".irprof-runs-", dir=output.parent) as folder:
         first = _FirstPass(path, Path(folder), segment_bytes)
         first.run(stream)
+        release_freed_memory()
         end = _finish_first_pass(path, first, stream)
         if not first.runs:
             raise TraceFormatError(path, "chrome trace contains no events")
@@ -366,37 +408,31 @@ def _finish_first_pass(path: Path, first: _FirstPass, stream: EventStream) -> St
 
 def _flow_points(kept: _Kept, cats: Interner, track_key: Any) -> FlowPoints | None:
     """The flow events as `FlowPoints` in time order (file order among equal times), keyed as
-    `FieldColumns.flow_fields` keys them; the first pass's copies are freed on the way."""
-    if not kept.flow_ids:
+    `FieldColumns.flow_fields` keys them; the first pass's buffers are freed on the way."""
+    store = kept.flows
+    if not len(store):
         return None
-    fields = {key: np.concatenate(kept.flows.pop(key)) for key in FLOW_FIELDS}
-    if all(isinstance(ids, np.ndarray) for ids in kept.flow_ids):
-        numeric, inverse = np.unique(np.concatenate(kept.flow_ids), return_inverse=True)
+    if store.id_values is None:
+        numeric, inverse = np.unique(np.frombuffer(store.ids, np.int64), return_inverse=True)
         id_ids, table_size = inverse.astype(np.int64).reshape(-1), len(numeric)
     else:
-        values = [
-            value
-            for ids in kept.flow_ids
-            for value in (ids.tolist() if isinstance(ids, np.ndarray) else ids)
-        ]
-        id_ids, id_table = intern(values)
+        id_ids, id_table = intern(store.id_values)
         numeric = np.array(
             [0 if value is None else numeric_id(value) for value in id_table], np.int64
         )
         table_size = len(id_table)
-    kept.flow_ids.clear()
-    order = np.argsort(fields["ts_ns"], kind="stable")
-    phase = (fields.pop("phase")[order] - (PHASE_FLOW_START - FLOW_START)).astype(np.int8)
-    binds_next = np.concatenate(kept.flow_binds_next)[order]
-    kept.flow_binds_next.clear()
+    binds_next = np.frombuffer(store.binds_next, np.int8).astype(np.bool_)
+    kept.flows = _FlowStore()
+    ts_ns = store.column("ts_ns")
+    order = np.argsort(ts_ns, kind="stable")
+    phase = (store.column("phase")[order] - (PHASE_FLOW_START - FLOW_START)).astype(np.int8)
     id_ids = id_ids[order]
-    key = fields.pop("cat")[order] * max(table_size, 1) + id_ids
     return FlowPoints(
-        track=track_key(fields.pop("pid")[order], fields.pop("tid")[order]),
-        ts_ns=fields.pop("ts_ns")[order],
+        track=track_key(store.column("pid")[order], store.column("tid")[order]),
+        ts_ns=ts_ns[order],
         phase=phase,
-        bind_enclosing=~((phase == FLOW_END) & binds_next),
-        key=key,
+        bind_enclosing=~((phase == FLOW_END) & binds_next[order]),
+        key=store.column("cat")[order].astype(np.int64) * max(table_size, 1) + id_ids,
         flow_id=numeric[id_ids],
-        order=fields.pop("row")[order],
+        order=store.column("row")[order],
     )

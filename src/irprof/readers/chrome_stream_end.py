@@ -23,7 +23,7 @@ from irprof.trace.model import Flows, Tracks
 from irprof.trace.parquet_stream import ParquetTraceWriter
 
 I64 = npt.NDArray[np.int64]
-ROW_GROUP_ROWS = 1 << 17  # merged rounds are gathered up to this many rows per row group
+ROW_GROUP_ROWS = 1 << 16  # merged rounds are gathered up to this many rows per row group
 
 
 @dataclass
