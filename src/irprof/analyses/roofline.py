@@ -213,7 +213,8 @@ def runs(count: int, kernels: int) -> int:
     return count
 
 
-def _members(row: HotspotRow, by: str, ops: Sequence[ProfiledOp]) -> list[ProfiledOp]:
+def row_members(row: HotspotRow, by: str, ops: Sequence[ProfiledOp]) -> list[ProfiledOp]:
+    """The profiled ops a hotspot row stands for (a group row: all of its members)."""
     counted = [op for op in ops if op.profile is not None and not op.inclusive]
     if by == "type":
         return [op for op in counted if op.op_name == row.key]
@@ -292,7 +293,9 @@ def roofline(
         raise BundleError(f"{profiled.path}: the module changed under its profiled ops")
     graph = call_graph(module)
     points = tuple(
-        _point(row, table.by, _members(row, table.by, profiled.ops), ir_ops, graph, peaks, options)
+        _point(
+            row, table.by, row_members(row, table.by, profiled.ops), ir_ops, graph, peaks, options
+        )
         for row in table.rows
     )
     return Roofline(level=level, by=table.by, peaks=peaks, options=options, points=points)
