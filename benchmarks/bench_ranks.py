@@ -8,9 +8,10 @@ rank traces of about `--rank-mb` each with the generator of `bench_readers.py` (
 per rank, `distributedInfo.rank` set, rank 5 a straggler: its timeline stretched by 25%). Then,
 each in a fresh process: what `irprof trace summary DIR` does (every rank streamed into a Parquet
 dataset, then each rank's summary read from its partition, then stragglers) with `--workers 0`
-(this process only) and on a local Dask cluster of `--workers` workers. For the cluster it prints the
-wall time with and without the cluster's start, and each worker's peak RSS (asked of the workers
-before the cluster stops). Target from the issue: at least 1.7x the serial speed with 2 workers.
+(this process only) and on a local Dask cluster of `--workers` workers. For the cluster it
+prints the wall time with and without the cluster's start, and each worker's peak RSS (asked of
+the workers before the cluster stops). Target from the issue: at least 1.7x the serial speed
+with 2 workers.
 """
 
 from __future__ import annotations

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import csv
-import dataclasses
 import io
 import json
 import os
@@ -42,9 +41,9 @@ from irprof.analyses.rank_dataset import (
     open_rank_dataset,
 )
 from irprof.analyses.ranks import rank_from_metadata, rank_trace_files
+from irprof.analyses.sql_bundle import BUNDLE_VIEWS, bundle_views
 from irprof.bundle import RunBundle
 from irprof.errors import TraceFormatError, UsageError
-from irprof.opprofile import OpProfile, ProfileData
 from irprof.trace.io import parquet_header, trace_to_arrow
 from irprof.trace.model import Trace
 
@@ -53,15 +52,12 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 EVENT_VIEWS = ("events", "tracks", "flows")
-BUNDLE_VIEWS = ("ops", "opprofile")
 _EVENTS_SQL = """
 CREATE VIEW events AS
 SELECT e.rank, e.row, e.ts_ns, e.dur_ns, e.ts_ns + e.dur_ns AS end_ns, e.track,
        t.process, t.thread, t.pid, t.tid, e.name, e.kind, e.args
 FROM {source} AS e LEFT JOIN tracks AS t ON t.rank = e.rank AND t.track = e.track
 """
-_KEY_FIELDS = ("name", "source", "origin", "ordinal")
-_GROUP_FIELDS = ("group", "group_total_ns", "group_size", "share_basis")
 
 
 @dataclass(frozen=True)
@@ -254,58 +250,6 @@ def _quote(path: Path) -> str:
     return "'" + str(path).replace("'", "''") + "'"
 
 
-def _field_type(annotation: Any) -> pa.DataType:
-    import pyarrow as pa
-
-    text = str(annotation)
-    return {"int": pa.int64(), "float": pa.float64(), "str": pa.string(),
-            "bool": pa.bool_()}.get(text, pa.list_(pa.string()))  # fmt: skip
-
-
-def _opprofile_table(profiles: list[OpProfile]) -> pa.Table:
-    """Every entry of every level, with every `ProfileData` field (whatever fields it has)."""
-    import pyarrow as pa
-
-    fields = dataclasses.fields(ProfileData)
-    columns: dict[str, list[Any]] = {"level": [], "framework": [], "op": [], "location": []}
-    columns.update({f"key_{key}": [] for key in _KEY_FIELDS})
-    columns.update({field.name: [] for field in fields})
-    columns["estimated"] = []
-    for profile in profiles:
-        for entry in profile.entries:
-            columns["level"].append(profile.level)
-            columns["framework"].append(profile.framework)
-            columns["op"].append(entry.op_name)
-            columns["location"].append(entry.location)
-            for key in _KEY_FIELDS:
-                columns[f"key_{key}"].append(getattr(entry.key, key))
-            for field in fields:
-                value = getattr(entry.data, field.name)
-                columns[field.name].append(list(value) if isinstance(value, tuple) else value)
-            columns["estimated"].append(entry.data.estimated)
-    types = {"key_ordinal": pa.int64(), "estimated": pa.bool_()}
-    types.update({field.name: _field_type(field.type) for field in fields})
-    return pa.table(
-        {name: pa.array(values, type=types.get(name, pa.string()))
-         for name, values in columns.items()}
-    )  # fmt: skip
-
-
-def _bundle_views(connection: duckdb.DuckDBPyConnection, bundle: RunBundle) -> None:
-    profiles = []
-    for level in bundle.annotated_levels():
-        name = f"opprofile.{level}.json"
-        if (bundle.root / name).is_file():
-            profiles.append(OpProfile.load(bundle.member(name, what=f"{level} profile")))
-    connection.register("opprofile", _opprofile_table(profiles))
-    names = {field.name for field in dataclasses.fields(ProfileData)}
-    group = "".join(f', "{name}"' for name in _GROUP_FIELDS if name in names)
-    connection.execute(
-        "CREATE VIEW ops AS SELECT level, op, location, key_name AS name, key_source AS source, "
-        f"count, total_ns, mean_ns, fraction AS share, estimated{group} FROM opprofile"
-    )
-
-
 @contextlib.contextmanager
 def open_sql(
     source: Path,
@@ -366,7 +310,7 @@ def _open(
     if source.is_dir() and RunBundle(source).is_bundle():
         bundle = RunBundle(source)
         _trace_views(connection, bundle.trace(), 0)
-        _bundle_views(connection, bundle)
+        bundle_views(connection, bundle)
         return SqlSession(connection, f"run bundle {source}", EVENT_VIEWS + BUNDLE_VIEWS)
     if source.is_dir() and is_rank_dataset(source):
         opened = open_rank_dataset(source)

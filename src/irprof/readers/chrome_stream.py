@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import ctypes
 import tempfile
-from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,7 +41,6 @@ from irprof.readers.chrome import (
     PHASE_BEGIN,
     PHASE_COUNTER,
     PHASE_END,
-    PHASE_FLOW_START,
     PHASE_INSTANT,
     PHASE_META,
     PHASE_SLICE,
@@ -57,18 +55,17 @@ from irprof.readers.chrome_columns import (
     MetadataRows,
     args_blob,
     classify,
-    intern,
     last_metadata_rows,
     metadata_names,
-    numeric_id,
     numeric_order,
     time_order,
     tracks_table,
 )
 from irprof.readers.chrome_decode import FLOAT_EXACT_LIMIT_US, EventText, us_to_ns
-from irprof.readers.chrome_flows import FLOW_END, FLOW_START, FlowPoints
+from irprof.readers.chrome_flows import FlowPoints
 from irprof.readers.chrome_pairing import merge_args, pair_begin_end
 from irprof.readers.chrome_stream_end import StreamEnd
+from irprof.readers.chrome_stream_flows import FlowStore, flow_points
 from irprof.readers.chrome_stream_merge import write_run
 from irprof.readers.chrome_stream_text import EventStream
 from irprof.trace.io import args_array
@@ -76,11 +73,6 @@ from irprof.trace.model import EventKind
 
 I64 = npt.NDArray[np.int64]
 SEGMENT_BYTES = 128 << 20  # JSON text per segment (one run): ~0.3 GB of peak memory
-# What the first pass keeps of a flow event, and in which type (ts without the base time).
-FLOW_FIELDS: dict[str, tuple[str, Any]] = {
-    "row": ("q", np.int64), "phase": ("b", np.int8), "pid": ("i", np.int32),
-    "tid": ("i", np.int32), "ts_ns": ("q", np.int64), "cat": ("i", np.int32),
-}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -95,38 +87,6 @@ class StreamedTrace:
     metadata: dict[str, Any]
 
 
-class _FlowStore:
-    """The flow points of the first pass, each field one growing buffer (no array per segment
-    stays behind in the heap between what is freed)."""
-
-    def __init__(self) -> None:
-        self.fields = {key: array(code) for key, (code, _) in FLOW_FIELDS.items()}
-        self.ids = array("q")
-        self.id_values: list[Any] | None = None  # set once an id is not an int
-        self.binds_next = array("b")
-
-    def __len__(self) -> int:
-        return len(self.binds_next)
-
-    def add(self, fields: tuple[Any, ...], ids: list[Any], binds_next: list[Any]) -> None:
-        """Append one segment's points (`ids` and `binds_next` per decoded chunk)."""
-        for (key, (_, dtype)), values in zip(FLOW_FIELDS.items(), fields, strict=True):
-            self.fields[key].frombytes(np.ascontiguousarray(values, dtype=dtype).tobytes())
-        for chunk in ids:
-            if self.id_values is None and isinstance(chunk, np.ndarray):
-                self.ids.frombytes(chunk.astype(np.int64).tobytes())
-                continue
-            if self.id_values is None:
-                self.id_values = self.ids.tolist()
-            self.id_values.extend(chunk.tolist() if isinstance(chunk, np.ndarray) else chunk)
-        for chunk in binds_next:
-            self.binds_next.frombytes(chunk.astype(np.int8).tobytes())
-
-    def column(self, key: str) -> Any:
-        """One field as a numpy array (a copy: the buffer is freed after)."""
-        return np.frombuffer(self.fields.pop(key), dtype=FLOW_FIELDS[key][1]).copy()
-
-
 @dataclass
 class _Kept:
     """What the first pass keeps beside the runs, appended segment by segment."""
@@ -134,7 +94,7 @@ class _Kept:
     meta: dict[tuple[int, int, int], tuple[int, bytes]] = field(default_factory=dict)
     begin_end: list[tuple[Any, ...]] = field(default_factory=list)  # phase, pid, tid, ts, ...
     begin_end_args: list[bytes] = field(default_factory=list)
-    flows: _FlowStore = field(default_factory=lambda: _FlowStore())
+    flows: FlowStore = field(default_factory=FlowStore)
     names: set[int] = field(default_factory=set)
     tracks: set[tuple[int, int]] = field(default_factory=set)
     negative_durations: int = 0
@@ -400,39 +360,12 @@ def _finish_first_pass(path: Path, first: _FirstPass, stream: EventStream) -> St
         tracks=tracks_table(track_keys, pids, tids, processes, threads),
         name_remap=np.cumsum(name_used) - 1,
         strings=[name for name, keep in zip(name_table, name_used.tolist(), strict=True) if keep],
-        points=_flow_points(kept, first.interners[2], track_key),
+        points=_settled_flow_points(kept, track_key),
         warnings=warnings,
         metadata=trace_metadata(path, stream.fields, base_ns, sort_index),
     )
 
 
-def _flow_points(kept: _Kept, cats: Interner, track_key: Any) -> FlowPoints | None:
-    """The flow events as `FlowPoints` in time order (file order among equal times), keyed as
-    `FieldColumns.flow_fields` keys them; the first pass's buffers are freed on the way."""
-    store = kept.flows
-    if not len(store):
-        return None
-    if store.id_values is None:
-        numeric, inverse = np.unique(np.frombuffer(store.ids, np.int64), return_inverse=True)
-        id_ids, table_size = inverse.astype(np.int64).reshape(-1), len(numeric)
-    else:
-        id_ids, id_table = intern(store.id_values)
-        numeric = np.array(
-            [0 if value is None else numeric_id(value) for value in id_table], np.int64
-        )
-        table_size = len(id_table)
-    binds_next = np.frombuffer(store.binds_next, np.int8).astype(np.bool_)
-    kept.flows = _FlowStore()
-    ts_ns = store.column("ts_ns")
-    order = np.argsort(ts_ns, kind="stable")
-    phase = (store.column("phase")[order] - (PHASE_FLOW_START - FLOW_START)).astype(np.int8)
-    id_ids = id_ids[order]
-    return FlowPoints(
-        track=track_key(store.column("pid")[order], store.column("tid")[order]),
-        ts_ns=ts_ns[order],
-        phase=phase,
-        bind_enclosing=~((phase == FLOW_END) & binds_next[order]),
-        key=store.column("cat")[order].astype(np.int64) * max(table_size, 1) + id_ids,
-        flow_id=numeric[id_ids],
-        order=store.column("row")[order],
-    )
+def _settled_flow_points(kept: _Kept, track_key: Any) -> FlowPoints | None:
+    store, kept.flows = kept.flows, FlowStore()
+    return flow_points(store, track_key)
