@@ -8,10 +8,11 @@ rank traces of about `--rank-mb` each with the generator of `bench_readers.py` (
 per rank, `distributedInfo.rank` set, rank 5 a straggler: its timeline stretched by 25%). Then,
 each in a fresh process: what `irprof trace summary DIR` does (every rank streamed into a Parquet
 dataset, then each rank's summary read from its partition, then stragglers) with `--workers 0`
-(this process only) and on a local Dask cluster of `--workers` workers. For the cluster it
-prints the wall time with and without the cluster's start, and each worker's peak RSS (asked of
-the workers before the cluster stops). Target from the issue: at least 1.7x the serial speed
-with 2 workers.
+(this process only) and on a local Dask cluster of `--workers` workers. It prints the wall time
+with and without the cluster's start, each worker's peak RSS (asked of the workers before the
+cluster stops) and the sum of the conversions' own wall and CPU times: when the tasks' wall time
+grows and their CPU time does not, other processes held the cores. Target from the issue: at
+least 1.7x the serial speed with 2 workers.
 """
 
 from __future__ import annotations
@@ -50,7 +51,10 @@ with tempfile.TemporaryDirectory(dir=sys.argv[3]) as folder, \\
     done = time.perf_counter()
     rss = lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     peaks = list(runner.client.run(rss).values()) if workers else []
+tasks = [(part.seconds, part.cpu_seconds) for part in dataset.parts]
 print(json.dumps({"total": done - start, "work": done - ready, "convert": converted - ready,
+                  "task_wall": sum(wall for wall, _ in tasks),
+                  "task_cpu": sum(cpu for _, cpu in tasks),
                   "summary": done - converted, "client_rss_mb": rss(), "worker_rss_mb": peaks,
                   "events": sum(part.events for part in dataset.parts),
                   "stragglers": list(table.stragglers), "failures": len(failures)}))
@@ -109,12 +113,13 @@ def main() -> None:
         rounds = [measure(folder, workers) for _ in range(options.repeat)]
         results[workers] = min(rounds, key=lambda figures: float(str(figures["total"])))
     print(f"{'run':22} {'total s':>8} {'work s':>7} {'convert':>8} {'summary':>8} "
-          f"{'client MB':>10}  worker peak RSS MB")  # fmt: skip
+          f"{'task wall':>9} {'task CPU':>8} {'client MB':>10}  worker peak RSS MB")  # fmt: skip
     for workers, figures in results.items():
         label = "serial (--workers 0)" if workers == 0 else f"Dask, {workers} workers"
         peaks = ", ".join(f"{float(peak):,.0f}" for peak in list(figures["worker_rss_mb"]))
         print(f"{label:22} {figures['total']:8.1f} {figures['work']:7.1f} "
               f"{figures['convert']:8.1f} {figures['summary']:8.1f} "
+              f"{figures['task_wall']:9.1f} {figures['task_cpu']:8.1f} "
               f"{figures['client_rss_mb']:10,.0f}  {peaks or '-'}")  # fmt: skip
     serial, parallel = results[0], results[options.workers]
     events, stragglers = serial["events"], serial["stragglers"]

@@ -234,3 +234,33 @@ def test_streamed_parquet_reads_back_with_kinds_and_args(tmp_path: Path) -> None
     kernels = trace.rows_of_kind(EventKind.KERNEL)
     assert len(kernels) and all("correlation" in args for args in trace.args_many(kernels[:5]))
     assert np.all(np.diff(trace.ts_ns) >= 0)
+
+
+def test_cli_convert_streams_chrome_json_and_writes_datasets(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from irprof.cli.main import main
+
+    source = PUBLIC[-1]  # trace_filter rank 1: distributedInfo.rank = 1
+    streamed_file, whole_file = tmp_path / "streamed.parquet", tmp_path / "whole.parquet"
+    assert main(["trace", "convert", str(source), "-o", str(streamed_file)]) == 0
+    assert "(streamed)" in capsys.readouterr().out
+    assert main(["trace", "convert", str(source), "-o", str(whole_file), "--in-memory"]) == 0
+    assert "(read whole)" in capsys.readouterr().out
+    assert traces_equal(load_parquet(streamed_file), load_parquet(whole_file))
+    assert traces_equal(load_parquet(streamed_file), read_trace(source))
+    # One trace into a folder: a one-rank dataset, partitioned by the trace's own rank
+    assert main(["trace", "convert", str(source), "-o", str(tmp_path / "dataset")]) == 0
+    partition = tmp_path / "dataset" / "rank=1" / "events.parquet"
+    assert traces_equal(load_parquet(partition), load_parquet(streamed_file))
+    # XPlane is read whole (no streaming reader), to the same kind of file
+    xplane = FIXTURES / "tf_matmul.xplane.pb"
+    assert main(["trace", "convert", str(xplane), "-o", str(tmp_path / "tf.parquet")]) == 0
+    assert "(read whole)" in capsys.readouterr().out
+    assert traces_equal(load_parquet(tmp_path / "tf.parquet"), read_trace(xplane))
+    # A folder that holds other files is not taken for a dataset
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "todo.txt").write_text("keep me")
+    assert main(["trace", "convert", str(source), "-o", str(tmp_path / "notes")]) == 2
+    assert "not an irprof rank dataset" in capsys.readouterr().err
+    assert sorted(path.name for path in (tmp_path / "notes").iterdir()) == ["todo.txt"]

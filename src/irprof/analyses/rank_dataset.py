@@ -106,6 +106,7 @@ class RankPart:
     flows: int
     warnings: tuple[str, ...] = ()
     seconds: float = 0.0  # conversion time on its worker
+    cpu_seconds: float = 0.0  # CPU time of that conversion (its thread's user + system time)
     worker: str = ""  # host:pid of the process that converted it
     peak_rss_mb: float = 0.0  # that process's peak RSS when it finished
 
@@ -139,13 +140,18 @@ class _ConvertTask:
     default_rank: int | None
 
 
+def _thread_cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_THREAD)
+    return usage.ru_utime + usage.ru_stime
+
+
 def _peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def _convert_rank(task: _ConvertTask) -> RankPart | RankFailure:
     """Runs on a worker: one rank file into a staging file; errors come back as data."""
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), _thread_cpu_seconds()
     source = Path(task.source)
     try:
         done = convert_trace_file(source, Path(task.staging), task.format)
@@ -157,6 +163,7 @@ def _convert_rank(task: _ConvertTask) -> RankPart | RankFailure:
     return RankPart(
         rank=rank, source=task.source, partition=task.staging, events=done.events,
         flows=done.flows, warnings=done.warnings, seconds=time.perf_counter() - start,
+        cpu_seconds=_thread_cpu_seconds() - cpu_start,
         worker=f"{socket.gethostname()}:{os.getpid()}", peak_rss_mb=_peak_rss_mb(),
     )  # fmt: skip
 
