@@ -13,6 +13,7 @@ from test_analyses_support import (  # noqa: F401  (fixtures are found by their 
     HOSTILE,
     fixture_hostile_bundle,
     fixture_jax_bundle,
+    fixture_tf_bundle,
 )
 
 from irprof.analyses.annotated_levels import load_annotated_level
@@ -161,3 +162,24 @@ def test_top_roofline_prints_the_peaks_it_used(
         assert column in out
     assert "peaks 100.0 GFLOP/s, 10.0 GB/s (ridge 10.0 FLOP/B; given)" in out
     assert "memory" in out  # the dense layer, left of the ridge
+
+
+def test_svg_of_a_level_without_costs_or_peaks_still_draws_axes(tf_bundle: RunBundle) -> None:
+    loaded = load_annotated_level(tf_bundle, "tf")  # unranked: no FLOPs known anywhere
+    table = hotspots(loaded.profiled.ops, by="op", profiled_ns=loaded.profiled.profiled_ns)
+    result = roofline(table, loaded.profiled, loaded.module, level="tf", peaks=None)
+    assert all(point.bound == "unknown" for point in result.points)
+    root = ET.fromstring(RENDERER.render(result))
+    assert root.find(f".//{SVG}g[@class='node point']") is None
+    caption = "".join(root.itertext())
+    assert f"{len(result.points)} without FLOPs or a known cost not drawn" in caption
+    assert "no peaks: no roofs" in caption
+
+
+def test_report_against_a_run_sharing_no_level_exits_2_without_output(
+    jax_bundle: RunBundle, tf_bundle: RunBundle, tmp_path: Path
+) -> None:
+    out = tmp_path / "report.html"
+    argv = ["report", str(jax_bundle.root), "--against", str(tf_bundle.root), "-o", str(out)]
+    assert main([*argv, "--no-peaks"]) == 2  # stablehlo here, tf there: nothing to compare
+    assert not out.exists()

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     import duckdb
 
     from irprof.analyses.hotspots import GroupBy, HotspotTable
+    from irprof.analyses.machine_peaks import MachinePeaks
     from irprof.opprofile import OpProfile
     from irprof.run_annotate import AnnotateOutcome
     from irprof.trace.model import Trace
@@ -96,16 +97,28 @@ def annotate(
 
 
 def report(
-    run: RunBundle | str | Path, out: str | Path | None = None, *, max_nodes: int = 300
+    run: RunBundle | str | Path,
+    out: str | Path | None = None,
+    *,
+    max_nodes: int = 300,
+    against: RunBundle | str | Path | None = None,
+    peaks: MachinePeaks | None = None,
 ) -> Path:
-    """Write the static HTML report of an annotated run; returns its path."""
+    """Write the static HTML report of an annotated run; returns its path. `against`: another
+    run of the model, shown as a diff from it to `run`; `peaks`: the roofline's roofs (without
+    them the roofline tab shows achieved rates only; see `irprof.analyses.machine_peaks`)."""
     from irprof.analyses.op_graph import OpGraphOptions
     from irprof.analyses.report_data import build_report_data
     from irprof.fileio import write_bytes_atomic
     from irprof.renderers.report_html import RENDERER
 
     bundle = run if isinstance(run, RunBundle) else open_run(run)
-    data = build_report_data(bundle, graph_options=OpGraphOptions(max_nodes=max_nodes))
+    other = None
+    if against is not None:
+        other = against if isinstance(against, RunBundle) else open_run(against)
+    data = build_report_data(
+        bundle, graph_options=OpGraphOptions(max_nodes=max_nodes), peaks=peaks, against=other
+    )
     target = Path(out) if out is not None else bundle.report_path
     write_bytes_atomic(target, RENDERER.render(data))
     return target

@@ -20,6 +20,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +36,7 @@ PEAKS_VERSION = 1
 class PeakSettings:
     """How hard to measure (tests use small sizes; the defaults take a few seconds)."""
 
-    gemm_max_n: int = 4096  # matrices grow from 256 until one product takes >= gemm_seconds
+    gemm_max_n: int = 4096
     gemm_seconds: float = 0.25
     stream_bytes: int = 64 << 20  # per array (three arrays); beyond the last-level cache
     repeats: int = 5
@@ -144,16 +145,17 @@ def _best(run: Any, repeats: int) -> float:
 
 def _gemm_gflops(settings: PeakSettings) -> tuple[float, int]:
     rng = np.random.default_rng(0)
-    size = 256
-    while True:
+    size, seconds = 128, 0.0
+    product: Any = None
+    # Matrices double from 256 until one product takes `gemm_seconds` (or reach the cap).
+    while product is None or (seconds < settings.gemm_seconds and size * 2 <= settings.gemm_max_n):
+        size *= 2
         left = rng.standard_normal((size, size), dtype=np.float32)
         right = rng.standard_normal((size, size), dtype=np.float32)
-        np.matmul(left, right)  # warm the BLAS threads and the caches
-        seconds = _best(lambda: np.matmul(left, right), 1)
-        if seconds >= settings.gemm_seconds or size * 2 > settings.gemm_max_n:
-            break
-        size *= 2
-    seconds = _best(lambda: np.matmul(left, right), settings.repeats)
+        product = partial(np.matmul, left, right)
+        product()  # warm the BLAS threads and the caches
+        seconds = _best(product, 1)
+    seconds = _best(product, settings.repeats)
     return 2.0 * size**3 / seconds / 1e9, size
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,10 +15,14 @@ from irprof.analyses.annotated_levels import (
     load_annotated_level,
 )
 from irprof.analyses.hotspots import HotspotTable, hotspots
+from irprof.analyses.machine_peaks import MachinePeaks
 from irprof.analyses.op_graph import OpGraph, OpGraphOptions, build_op_graph
+from irprof.analyses.roofline import Roofline, roofline
+from irprof.analyses.run_diff import RunDiff, diff_runs, load_diff_side
+from irprof.analyses.scope_tree import ScopeTree, scope_tree
 from irprof.bundle import Manifest, RunBundle
 from irprof.coverage import Coverage
-from irprof.errors import BundleError, IrprofError
+from irprof.errors import BundleError, IrprofError, UsageError
 from irprof.event_dag import EventDag, build_event_dag
 
 IR_TEXT_LIMIT = 4000  # characters of one op's IR shown in the report
@@ -72,6 +77,9 @@ class LevelReport:
     coverage: Coverage | None
     unannotated: tuple[UnannotatedOp, ...]
     ir_texts: dict[int, str]
+    roofline: Roofline | None = None  # the rows of `by_op` on this machine's roofline
+    scopes: ScopeTree | None = None
+    diff: RunDiff | None = None  # against the other run, when the report has one
 
 
 @dataclass(frozen=True)
@@ -85,6 +93,8 @@ class ReportData:
     dag: dict[str, Any] | None  # RUN/dag.json as written by `irprof dag`, when present
     event_dag: EventDag | None  # built from the bundle's trace
     dag_note: str  # why there is no event DAG, or what it was built from
+    peaks: MachinePeaks | None = None  # the roofs of the roofline (None: rates without roofs)
+    against: str = ""  # the run this one is compared with ("" without a diff)
 
 
 def _ir_texts(module: ir.Module, wanted: set[int]) -> dict[int, str]:
@@ -129,7 +139,10 @@ def _unannotated(level: AnnotatedLevel, coverage: Coverage | None) -> tuple[Unan
 
 
 def _level_report(
-    level: AnnotatedLevel, coverage: Coverage | None, graph_options: OpGraphOptions
+    level: AnnotatedLevel,
+    coverage: Coverage | None,
+    graph_options: OpGraphOptions,
+    peaks: MachinePeaks | None,
 ) -> LevelReport:
     ops = level.profiled.ops
     profiled_ns = level.profiled.profiled_ns
@@ -139,9 +152,10 @@ def _level_report(
     wanted += [op.op_index for op in unannotated]
     if graph is not None:
         wanted += [n.op_index for n in graph.nodes if n.op_index is not None]
+    by_op = hotspots(ops, by="op", profiled_ns=profiled_ns)
     return LevelReport(
         annotated=level,
-        by_op=hotspots(ops, by="op", profiled_ns=profiled_ns),
+        by_op=by_op,
         by_op_expanded=hotspots(ops, by="op", profiled_ns=profiled_ns, expand_groups=True),
         by_type=hotspots(ops, by="type", profiled_ns=profiled_ns),
         by_scope=hotspots(ops, by="scope", profiled_ns=profiled_ns),
@@ -149,6 +163,8 @@ def _level_report(
         coverage=coverage,
         unannotated=unannotated,
         ir_texts=_ir_texts(level.module, set(dict.fromkeys(wanted[:IR_TEXT_OPS]))),
+        roofline=roofline(by_op, level.profiled, level.module, level=level.level, peaks=peaks),
+        scopes=scope_tree(level.profiled, level=level.level),
     )
 
 
@@ -172,10 +188,33 @@ def _event_dag(bundle: RunBundle) -> tuple[EventDag | None, str]:
     return build_event_dag(trace, mode="causal"), f"causal DAG of {relative}"
 
 
+def _diffs(against: RunBundle, bundle: RunBundle, levels: list[str]) -> dict[str, RunDiff]:
+    """Each level annotated in both runs, `against` as A and `bundle` as B."""
+    shared = [level for level in levels if level in against.annotated_levels()]
+    if not shared:
+        raise UsageError(
+            f"{against.root} (annotated: {', '.join(against.annotated_levels()) or 'none'}) "
+            f"shares no annotated level with {bundle.root} (annotated: {', '.join(levels)}); "
+            "annotate the same level in both"
+        )
+    return {
+        level: diff_runs(
+            load_diff_side(against, level, str(against.root)),
+            load_diff_side(bundle, level, str(bundle.root)),
+        )
+        for level in shared
+    }
+
+
 def build_report_data(
-    bundle: RunBundle, *, graph_options: OpGraphOptions | None = None
+    bundle: RunBundle,
+    *,
+    graph_options: OpGraphOptions | None = None,
+    peaks: MachinePeaks | None = None,
+    against: RunBundle | None = None,
 ) -> ReportData:
-    """Load every annotated level of `bundle` and compute what the report shows."""
+    """Load every annotated level of `bundle` and compute what the report shows: with `peaks`
+    the roofline's roofs and bounds, with `against` a diff from that run to this one."""
     graph_options = graph_options or OpGraphOptions()
     manifest = bundle.manifest()
     levels = bundle.annotated_levels()
@@ -184,8 +223,14 @@ def build_report_data(
             f"{bundle.root}: no annotated IR under annotated/; run `irprof annotate {bundle.root}`"
         )
     coverages = bundle.coverages()
+    diffs = _diffs(against, bundle, levels) if against is not None else {}
     reports = tuple(
-        _level_report(load_annotated_level(bundle, level), coverages.get(level), graph_options)
+        dataclasses.replace(
+            _level_report(
+                load_annotated_level(bundle, level), coverages.get(level), graph_options, peaks
+            ),
+            diff=diffs.get(level),
+        )
         for level in levels
     )
     event_dag, dag_note = _event_dag(bundle)
@@ -197,4 +242,6 @@ def build_report_data(
         dag=_load_dag(bundle.dag_path),
         event_dag=event_dag,
         dag_note=dag_note,
+        peaks=peaks,
+        against=str(against.root) if against is not None else "",
     )

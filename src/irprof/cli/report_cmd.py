@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from irprof.analyses.machine_peaks import resolve_peaks
 from irprof.api import open_run
 from irprof.api import report as write_report
 from irprof.run_annotate import bundle_framework
@@ -22,17 +23,45 @@ def report(
     max_nodes: Annotated[
         int, typer.Option("--max-nodes", help="Collapse graph scopes above this many ops.")
     ] = 300,
+    against: Annotated[
+        Path | None,
+        typer.Option("--against", metavar="RUN_A", help="Add a diff tab: RUN_A -> RUN."),
+    ] = None,
+    peaks: Annotated[
+        Path | None,
+        typer.Option(
+            "--peaks", help="Cache of this machine's measured peaks (~/.cache/irprof/peaks.json)."
+        ),
+    ] = None,
+    peak_gflops: Annotated[
+        float | None, typer.Option("--peak-gflops", help="Compute roof (with --peak-gbps).")
+    ] = None,
+    peak_gbps: Annotated[
+        float | None, typer.Option("--peak-gbps", help="Memory roof (with --peak-gflops).")
+    ] = None,
+    no_peaks: Annotated[
+        bool, typer.Option("--no-peaks", help="Roofline without roofs: measure nothing.")
+    ] = False,
 ) -> None:
-    """Write one static HTML file: summary, hotspots, rollups, op graph, DAG, coverage gaps."""
+    """Write one static HTML file: summary, hotspots, scopes, rollups, roofline, op graph, DAG,
+    coverage gaps (and a diff with --against)."""
     bundle = open_run(run)
     bundle_framework(bundle)  # a bundle of an unknown stack is not a run irprof wrote
     if os.path.lexists(bundle.dag_path):  # the report embeds it: same rules as named files
         bundle.member("dag.json", what="event DAG")
-    target = write_report(bundle, output, max_nodes=max_nodes)
+    other = None
+    if against is not None:
+        other = open_run(against)
+        bundle_framework(other)
+    machine = None if no_peaks else resolve_peaks(peaks, peak_gflops, peak_gbps)
+    target = write_report(bundle, output, max_nodes=max_nodes, against=other, peaks=machine)
     levels = ", ".join(bundle.annotated_levels())
-    Console(highlight=False, stderr=True).print(
+    console = Console(highlight=False, stderr=True)
+    console.print(
         f"report of {bundle.manifest().model} (levels {levels}) -> {target}", markup=False
     )
+    if machine is not None:
+        console.print(f"roofline: {machine.describe()}", markup=False)
 
 
 def register(app: typer.Typer) -> None:

@@ -10,11 +10,17 @@ import numpy as np
 from irprof.analyses.hotspots import HotspotTable
 from irprof.analyses.profiled_ops import ProfiledOp
 from irprof.analyses.report_data import LevelReport, ReportData, compact_location
+from irprof.analyses.roofline import Roofline
+from irprof.analyses.scope_tree import ScopeTree, headline
 from irprof.coverage import Coverage
 from irprof.event_dag import EventDag
 from irprof.renderers.dag_svg import DagSvgRenderer
 from irprof.renderers.html_page import page
+from irprof.renderers.icicle_svg import RENDERER as ICICLE_SVG
+from irprof.renderers.icicle_svg import cell_title, icicle_cells
 from irprof.renderers.op_graph_html import graph_payload
+from irprof.renderers.roofline_svg import RENDERER as ROOFLINE_SVG
+from irprof.renderers.roofline_svg import plotted, point_title
 
 DAG_NODES = 300  # longest events drawn in the report's DAG view (Graphviz time stays small)
 HOTSPOT_ROWS = 500  # rows per table embedded; the rest is summed in the caption
@@ -75,11 +81,82 @@ def _coverage(coverage: Coverage | None) -> dict[str, Any] | None:
     return None if coverage is None else coverage.to_json()
 
 
+def _roofline(data: Roofline) -> dict[str, Any]:
+    """The roofline's figures, its SVG and the drawn points' data (keyed as the SVG's ids)."""
+    payload = data.to_json()
+    payload["points"] = payload["points"][:HOTSPOT_ROWS]
+    payload["rows_total"] = len(data.points)
+    payload["svg"] = ROOFLINE_SVG.render(data).decode("utf-8")
+    payload["nodes"] = {
+        f"p{index}": {
+            "id": f"p{index}",
+            "label": point.key,
+            "title": point_title(point),
+            "location": point.location,
+            "scope": point.op_name,
+            "detail": point.bound,
+            "op_index": point.op_index,
+            "row": index,
+        }
+        for index, point in enumerate(data.points)
+        if plotted(point)
+    }
+    return payload
+
+
+def _scopes(tree: ScopeTree) -> dict[str, Any]:
+    """The icicle's SVG, each drawn cell's data and the headline scopes of the summary."""
+    cells = icicle_cells(tree)
+    ids = {id(cell.node): cell.id for cell in cells}
+    total = tree.root.total_ns or 1
+    return {
+        "profiled_ns": tree.profiled_ns,
+        "total_ns": tree.root.total_ns,
+        "svg": ICICLE_SVG.render(tree).decode("utf-8"),
+        "cells": {
+            cell.id: {
+                "id": cell.id,
+                "label": cell.node.name,
+                "title": cell_title(cell.node, total),
+                "path": cell.node.path,
+                "kind": cell.node.kind,
+                "total_ns": cell.node.total_ns,
+                "share": cell.node.total_ns / total,
+                "ops": cell.node.ops,
+                "estimated_ns": cell.node.estimated_ns,
+                "op_index": cell.node.op_index,
+                "op_name": cell.node.op_name,
+                "location": cell.node.location,
+                "scope": cell.node.path,
+                "detail": cell.node.kind,
+                "x0": cell.x0,
+                "x1": cell.x1,
+                "children": [ids[id(c)] for c in cell.node.children if id(c) in ids],
+            }
+            for cell in cells
+        },
+        "headline": [
+            {
+                "path": node.path,
+                "name": node.name,
+                "kind": node.kind,
+                "total_ns": node.total_ns,
+                "share": node.total_ns / total,
+                "ops": node.ops,
+                "estimated_ns": node.estimated_ns,
+            }
+            for node in headline(tree)
+        ],
+    }
+
+
 def _level(report: LevelReport, framework: str) -> dict[str, Any]:
     profiled = report.annotated.profiled
     shown = {row["op_index"] for row in _table(report.by_op)["rows"]}
     shown |= {row["op_index"] for row in _table(report.by_op_expanded)["rows"]}
     shown |= set(report.ir_texts)
+    if report.scopes is not None:
+        shown |= {cell.node.op_index for cell in icicle_cells(report.scopes)}
     return {
         "level": report.annotated.level,
         "path": report.annotated.path.name,
@@ -109,6 +186,9 @@ def _level(report: LevelReport, framework: str) -> dict[str, Any]:
             for op in report.unannotated[:UNANNOTATED_ROWS]
         ],
         "unannotated_total": len(report.unannotated),
+        "roofline": _roofline(report.roofline) if report.roofline is not None else None,
+        "scopes": _scopes(report.scopes) if report.scopes is not None else None,
+        "diff": report.diff.to_json() if report.diff is not None else None,
     }
 
 
@@ -155,6 +235,8 @@ def report_payload(data: ReportData) -> dict[str, Any]:
             _event_dag(data.event_dag, data.dag_note) if data.event_dag is not None else None
         ),
         "dag_note": data.dag_note,
+        "peaks": data.peaks.to_json() if data.peaks is not None else None,
+        "against": data.against,
     }
 
 

@@ -31,7 +31,8 @@ def _text(value: str) -> str:
 
 
 def _decades(low: float, high: float) -> tuple[int, int]:
-    return math.floor(math.log10(low)), math.ceil(math.log10(high))
+    first, last = math.floor(math.log10(low)), math.ceil(math.log10(high))
+    return first, max(last, first + 1)  # at least one decade, even for a single value
 
 
 def _tick_label(exponent: int) -> str:

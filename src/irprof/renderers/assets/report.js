@@ -50,7 +50,8 @@
       DATA.levels.map(function (lv, i) { return el("option", { value: String(i), text: "level " + lv.level }); }));
     header.appendChild(el("label", {}, ["IR level ", select]));
   }
-  var tabs = [["summary", "Summary"], ["hotspots", "Hotspots"], ["rollups", "Rollups"], ["graph", "Op graph"], ["dag", "Event DAG"], ["gaps", "Coverage gaps"]];
+  var tabs = [["summary", "Summary"], ["hotspots", "Hotspots"], ["scopes", "Scopes"], ["rollups", "Rollups"], ["roofline", "Roofline"], ["graph", "Op graph"], ["dag", "Event DAG"], ["gaps", "Coverage gaps"]];
+  if (DATA.against) tabs.push(["diff", "Diff"]);
   var nav = el("nav", {}, tabs.map(function (t) {
     return el("button", { "data-tab": t[0], text: t[1], onclick: function () { state.tab = t[0]; render(); } });
   }));
@@ -219,8 +220,34 @@
       { key: "ops", title: "ops annotated" },
       { key: "nontrivial", title: "non-trivial coverage", num: true, fmt: function (r) { return fmtShare(r.nontrivial); } },
     ], rows);
-    var top = lv.by_op.rows.slice(0, 5).map(function (r) { return r.key + " — " + fmtNs(r.total_ns) + " (" + fmtShare(r.share) + ")"; });
-    return [cards, el("h2", { text: "Levels" }), levels, el("h2", { text: "Hottest ops" }), el("ol", {}, top.map(function (t) { return el("li", { cls: "mono", text: t }); }))];
+    // What a reader wants first: the scopes and the measured groups that hold the time,
+    // not the estimated shares of single ops inside a fused kernel.
+    var parts = [cards];
+    if (lv.scopes && lv.scopes.headline.length) {
+      parts.push(el("h2", { text: "Where the time goes" }));
+      parts.push(shareList("summary-scopes", lv.scopes.headline.map(function (n) {
+        return { name: n.path || n.name, note: n.kind === "scope" ? n.ops + " op" + (n.ops === 1 ? "" : "s") : n.kind, total_ns: n.total_ns, share: n.share, estimated: n.estimated_ns > 0 };
+      })));
+    }
+    parts.push(el("h2", { text: "Hottest groups and ops" }));
+    parts.push(shareList("summary-hottest", lv.by_op.rows.slice(0, 5).map(function (r) {
+      return { name: r.key, note: r.group && r.ops > 1 ? "one measured group of " + r.ops + " ops" : r.op_name, total_ns: r.total_ns, share: r.share, estimated: r.estimated_ns > 0 };
+    })));
+    parts.push(el("h2", { text: "Levels" }), levels);
+    return parts;
+  }
+
+  // Ranked rows with a share bar: [{name, note, total_ns, share, estimated}].
+  function shareList(id, items) {
+    var most = Math.max.apply(null, [1e-12].concat(items.map(function (i) { return i.share; })));
+    return el("ol", { cls: "share-list", id: id }, items.map(function (i) {
+      return el("li", {}, [
+        el("span", { cls: "bar", style: "width:" + Math.round(80 * i.share / most) + "px" }),
+        el("span", { cls: "mono name", text: i.name }),
+        el("span", { cls: "num", text: (i.estimated ? "~" : "") + fmtNs(i.total_ns) + " (" + fmtShare(i.share) + ")" }),
+        el("span", { cls: "muted", text: i.note || "" }),
+      ]);
+    }));
   }
 
   function hotspotsTab() {
@@ -349,7 +376,166 @@
     return parts;
   }
 
-  var builders = { summary: summaryTab, hotspots: hotspotsTab, rollups: rollupsTab, graph: graphTab, dag: dagTab, gaps: gapsTab };
+  // ---------- scopes (icicle), roofline, diff ----------
+  function fmtNum(x) { return x === null || x === undefined ? "-" : Number(x).toPrecision(3); }
+  function fmtBytes(b) {
+    if (b === null || b === undefined) return "-";
+    var units = [[1e9, "GB"], [1e6, "MB"], [1e3, "kB"]];
+    for (var i = 0; i < units.length; i++) if (Math.abs(b) >= units[i][0]) return (b / units[i][0]).toPrecision(3) + " " + units[i][1];
+    return b + " B";
+  }
+
+  function scopesTab() {
+    var lv = level();
+    var sc = lv.scopes;
+    if (!sc || !sc.svg || !Object.keys(sc.cells).length) return [el("p", { cls: "muted", text: "no attributed time at this level" })];
+    var view = el("div", { cls: "graph-view icicle-view", id: "icicle-view" });
+    var details = el("div", { cls: "details", id: "scope-details" }, [el("p", { cls: "muted", text: "Click a cell to zoom into it and see what it holds." })]);
+    var crumbs = el("span", { cls: "mono", id: "icicle-path" });
+    var icicle = null, svg = null;
+    // Zoom: every cell is re-placed from its root fractions, so the picked one fills the width.
+    function zoom(id) {
+      var c = sc.cells[id], width = svg.viewBox.baseVal.width;
+      var z0 = c.x0, span = Math.max(c.x1 - c.x0, 1e-12);
+      Array.prototype.forEach.call(svg.querySelectorAll("g.cell"), function (g) {
+        var x0 = (Number(g.getAttribute("data-x0")) - z0) / span, x1 = (Number(g.getAttribute("data-x1")) - z0) / span;
+        var visible = x1 > 1e-9 && x0 < 1 - 1e-9;
+        g.style.display = visible ? "" : "none";
+        if (!visible) return;
+        x0 = Math.max(0, x0); x1 = Math.min(1, x1);
+        var rect = g.querySelector("rect"), text = g.querySelector("text");
+        rect.setAttribute("x", (x0 * width).toFixed(2)); rect.setAttribute("width", Math.max((x1 - x0) * width, 0.5).toFixed(2));
+        text.setAttribute("x", (x0 * width + 4).toFixed(2));
+        var room = Math.floor(((x1 - x0) * width - 6) / 7), label = g.getAttribute("data-label") || "";
+        text.textContent = room < 3 ? "" : label.length <= room ? label : label.slice(0, room - 1) + "\u2026";
+      });
+      crumbs.textContent = c.path || c.label;
+    }
+    function show(id) {
+      var c = sc.cells[id];
+      details.textContent = "";
+      details.appendChild(el("h3", { text: c.path || c.label }));
+      var pairs = [["kind", c.kind], ["time", (c.estimated_ns ? "~" : "") + fmtNs(c.total_ns)], ["share", fmtShare(c.share)], ["ops", String(c.ops)]];
+      if (c.estimated_ns) pairs.push(["estimated part", fmtNs(c.estimated_ns) + " (shares of fused groups)"]);
+      if (c.op_name) pairs.push(["op kind", c.op_name]);
+      if (c.location) pairs.push(["location", c.location]);
+      details.appendChild(kv(pairs));
+      var kids = c.children.map(function (k) { return sc.cells[k]; });
+      if (kids.length) {
+        details.appendChild(dataTable([
+          { key: "label", title: "holds", cls: "mono" },
+          { key: "total_ns", title: "time", num: true, fmt: function (r) { return fmtNs(r.total_ns); } },
+          { key: "share", title: "share", num: true, fmt: function (r) { return fmtShare(r.share); } },
+          { key: "ops", title: "ops", num: true },
+        ], kids, { sortKey: "total_ns", onRow: function (r) { if (icicle) icicle.pick(r.id); } }));
+      } else if (c.op_index >= 0 && lv.ops[String(c.op_index)]) {
+        var box = el("div", {});
+        details.appendChild(box);
+        opDetails(box, c.op_index, c.kind === "group" ? [["group", c.label + ": " + c.ops + " ops share " + fmtNs(c.total_ns) + " measured"]] : undefined);
+      }
+    }
+    var reset = el("button", { text: "whole level", onclick: function () { if (icicle) icicle.pick("c0"); } });
+    var search = el("input", { type: "search", id: "icicle-search", placeholder: "search scopes and ops", oninput: function (ev) { if (icicle) icicle.search(ev.target.value); } });
+    setTimeout(function () {
+      icicle = IrprofGraph.mount(view, sc.svg, sc.cells, function (id) { zoom(id); show(id); });
+      svg = view.querySelector("svg");
+      if (svg) { svg.setAttribute("preserveAspectRatio", "xMinYMin meet"); crumbs.textContent = sc.cells.c0.label; }
+    }, 0);
+    var note = fmtNs(sc.total_ns) + " in " + Object.keys(sc.cells).length + " cells; width = time";
+    return [el("div", { cls: "toolbar" }, [search, reset, crumbs, el("span", { cls: "muted", text: note })]), el("div", { cls: "icicle-wrap" }, [view, details])];
+  }
+
+  function rooflineTab() {
+    var lv = level();
+    var rf = lv.roofline;
+    if (!rf) return [el("p", { cls: "muted", text: "no roofline for this level" })];
+    var peaks = rf.peaks;
+    var parts = [];
+    var facts = peaks
+      ? "peaks " + peaks.gflops.toFixed(1) + " GFLOP/s, " + peaks.gbps.toFixed(1) + " GB/s (ridge " + rf.ridge.toFixed(2) + " FLOP/B; " + peaks.source + (peaks.measured_at ? ", measured " + peaks.measured_at : "") + ")"
+      : "no machine peaks given: achieved rates without roofs or bounds";
+    var costed = rf.total_ns ? fmtShare(rf.costed_ns / rf.total_ns) : "-";
+    parts.push(el("div", { cls: "toolbar" }, [el("span", { cls: "mono", id: "roofline-peaks", text: facts }), el("span", { cls: "muted", text: "FLOPs and bytes known from the IR for " + costed + " of the time" })]));
+    if (peaks && peaks.method) parts.push(el("p", { cls: "muted", text: peaks.method }));
+    var bounds = Object.keys(rf.bound_ns).filter(function (b) { return rf.bound_ns[b] > 0; }).map(function (b) { return b + " " + fmtNs(rf.bound_ns[b]) + " (" + fmtShare(rf.bound_ns[b] / (rf.total_ns || 1)) + ")"; });
+    parts.push(el("p", { id: "roofline-bounds", text: "time by bound: " + (bounds.join(" · ") || "-") }));
+    var view = el("div", { cls: "graph-view roofline-view", id: "roofline-view" });
+    var details = el("div", { cls: "details", id: "roofline-details" }, [el("p", { cls: "muted", text: "Hover a point for its op; click one (or a row) for its IR and figures." })]);
+    function pick(row) {
+      var p = rf.points[row];
+      if (!p) return;
+      opDetails(details, p.op_index, [
+        ["row", p.key + (p.ops > 1 ? " (" + p.ops + " ops, one measured group)" : "")],
+        ["work per run", fmtNum(p.flops / Math.max(1, p.executions)) + " FLOP, " + fmtBytes(p.bytes / Math.max(1, p.executions)) + " (" + p.category + ")"],
+        ["runs", String(p.executions)], ["intensity", fmtNum(p.intensity) + " FLOP/B"],
+        ["achieved", fmtNum(p.achieved_gflops) + " GFLOP/s, " + fmtNum(p.achieved_gbps) + " GB/s"],
+        ["of the roof", p.roof_fraction === null ? "-" : (p.roof_fraction * 100).toFixed(1) + "% (" + p.bound + "-bound)"],
+      ]);
+    }
+    setTimeout(function () {
+      if (!rf.svg) return;
+      IrprofGraph.mount(view, rf.svg, rf.nodes, function (id) { pick(rf.nodes[id].row); });
+    }, 0);
+    parts.push(el("div", { cls: "graph-wrap" }, [view, details]));
+    var table = dataTable([
+      { key: "key", title: "op or group", cls: "mono" },
+      { key: "category", title: "work" },
+      { key: "total_ns", title: "time", num: true, fmt: function (r) { return (r.estimated ? "~" : "") + fmtNs(r.total_ns); }, sortKey: function (r) { return r.total_ns; } },
+      { key: "intensity", title: "FLOP/B", num: true, fmt: function (r) { return fmtNum(r.intensity); }, sortKey: function (r) { return r.intensity === null ? -1 : r.intensity; } },
+      { key: "achieved_gflops", title: "GFLOP/s", num: true, fmt: function (r) { return fmtNum(r.achieved_gflops); }, sortKey: function (r) { return r.achieved_gflops === null ? -1 : r.achieved_gflops; } },
+      { key: "achieved_gbps", title: "GB/s", num: true, fmt: function (r) { return fmtNum(r.achieved_gbps); }, sortKey: function (r) { return r.achieved_gbps === null ? -1 : r.achieved_gbps; } },
+      { key: "roof_fraction", title: "roof", num: true, fmt: function (r) { return r.roof_fraction === null ? "-" : (r.roof_fraction * 100).toFixed(1) + "%"; }, sortKey: function (r) { return r.roof_fraction === null ? -1 : r.roof_fraction; } },
+      { key: "bound", title: "bound" },
+      { key: "location", title: "location", cls: "loc" },
+    ], rf.points.map(function (p, i) { p.row = i; return p; }), { sortKey: "total_ns", onRow: function (r) { pick(r.row); } });
+    table.id = "roofline-table";
+    parts.push(el("h2", { text: "Rows (" + rf.points.length + " of " + rf.rows_total + ")" }), table);
+    return parts;
+  }
+
+  function diffTab() {
+    var d = level().diff;
+    if (!d) return [el("p", { cls: "muted", text: "level " + level().level + " is not annotated in " + DATA.against + ": no diff here" })];
+    function interval(r) { return r.interval_ns ? "[" + fmtNs(Math.round(r.interval_ns[0])) + ", " + fmtNs(Math.round(r.interval_ns[1])) + "]" : "-"; }
+    function pct(r) { return r.delta_pct === null ? "-" : (r.delta_pct > 0 ? "+" : "") + r.delta_pct.toFixed(1) + "%"; }
+    function columns(keyTitle) {
+      return [
+        { key: "key", title: keyTitle, cls: "mono" },
+        { key: "a_ns", title: "A per step", num: true, fmt: function (r) { return fmtNs(Math.round(r.a_ns)); } },
+        { key: "b_ns", title: "B per step", num: true, fmt: function (r) { return fmtNs(Math.round(r.b_ns)); } },
+        { key: "delta_ns", title: "delta", num: true, fmt: function (r) { return (r.delta_ns > 0 ? "+" : "") + fmtNs(Math.round(r.delta_ns)); }, sortKey: function (r) { return Math.abs(r.delta_ns); } },
+        { key: "delta_pct", title: "%", num: true, fmt: pct, sortKey: function (r) { return r.delta_pct === null ? 0 : r.delta_pct; } },
+        { key: "interval_ns", title: "interval", num: true, fmt: interval, sortKey: function (r) { return r.interval_ns ? r.interval_ns[0] : 0; } },
+        { key: "significant", title: "significant", fmt: function (r) { return r.significant ? "yes" : ""; } },
+      ];
+    }
+    var t = d.total;
+    var cards = el("div", { cls: "cards" }, [
+      card("A (before)", DATA.against), card("B (this run)", DATA.bundle),
+      card("all ops per step", fmtNs(Math.round(t.a_ns)) + " \u2192 " + fmtNs(Math.round(t.b_ns))),
+      card("delta", (t.delta_ns > 0 ? "+" : "") + fmtNs(Math.round(t.delta_ns)) + " (" + pct(t) + ")"),
+      card("interval (" + Math.round(d.confidence * 100) + "%)", interval(t) + (t.significant ? " significant" : "")),
+      card("steps", d.steps.a + " vs " + d.steps.b + " (" + d.samples.a + " / " + d.samples.b + ")"),
+    ]);
+    var ops = dataTable(columns("op").concat([{ key: "match", title: "matched by" }, { key: "location", title: "location", cls: "loc" }]), d.ops, { sortKey: "delta_ns" });
+    ops.id = "diff-ops";
+    var parts = [cards, el("h2", { text: "Ops" }), ops];
+    parts.push(el("div", { cls: "split" }, [
+      el("div", {}, [el("h2", { text: "Scopes" }), dataTable(columns("name scope"), d.scopes, { sortKey: "delta_ns" })]),
+      el("div", {}, [el("h2", { text: "Op kinds" }), dataTable(columns("op kind"), d.kinds, { sortKey: "delta_ns" })]),
+    ]));
+    parts.push(el("h2", { text: "Fusion changes (" + d.fusion.length + ")" }));
+    parts.push(d.fusion.length ? dataTable([
+      { key: "change", title: "change" },
+      { key: "members", title: "ops", cls: "mono", fmt: function (r) { return r.members.join(", "); } },
+      { key: "kernels_a", title: "kernels in A", cls: "mono", fmt: function (r) { return r.kernels_a.join(", "); } },
+      { key: "kernels_b", title: "kernels in B", cls: "mono", fmt: function (r) { return r.kernels_b.join(", "); } },
+    ], d.fusion) : el("p", { cls: "muted", text: "the same ops ran together in both runs" }));
+    if (d.notes.length) parts.push(el("ul", {}, d.notes.map(function (n) { return el("li", { cls: "warn", text: n }); })));
+    return parts;
+  }
+
+  var builders = { summary: summaryTab, hotspots: hotspotsTab, scopes: scopesTab, rollups: rollupsTab, roofline: rooflineTab, graph: graphTab, dag: dagTab, gaps: gapsTab, diff: diffTab };
   function render() {
     Array.prototype.forEach.call(nav.children, function (b) { b.classList.toggle("active", b.getAttribute("data-tab") === state.tab); });
     main.textContent = "";
