@@ -205,3 +205,19 @@ def test_annotate_and_top_show_the_capture_overhead(
     assert "capture overhead (median step time of 2 timed)" in capsys.readouterr().out
     assert main(["top", str(run), "-n", "3"]) == 0
     assert "x the profiler alone" in capsys.readouterr().out.replace("\n", " ")
+
+
+DYNAMIC = Path(__file__).parent / "fixtures" / "torch" / "dynamic"
+
+
+def test_dynamic_dimension_size_reads_join_the_calls_that_use_them_with_no_time() -> None:
+    """`aten.sym_size.int` nodes (decomposition reading a dynamic dim) run no eager event."""
+    result = CORRELATOR.correlate(RunBundle(DYNAMIC), "torch", CorrelationOptions())
+    assert "!torch.vtensor<[?,?]" in (DYNAMIC / "ir" / "torch.mlir").read_text()
+    sizes = [e for e in result.opprofile.entries if e.op_name == "torch.aten.size.int"]
+    assert len(sizes) == 2
+    assert all(e.data.total_ns == 0 and e.data.group_size > 1 for e in sizes)
+    assert all(e.data.group.startswith("torch:") for e in sizes)
+    coverage = result.coverage
+    assert coverage.time_coverage == 1.0
+    assert coverage.ops_nontrivial_annotated == coverage.ops_nontrivial

@@ -1,7 +1,7 @@
 """PyTorch training steps: phases, backward events linked to forward calls, the optimizer bucket.
 
 Unit tests build small Kineto-shaped traces in code; the others read the shipped capture of
-examples/zoo/torch_train_cnn.py (tests/fixtures/torch/train, `--mode train`).
+examples/zoo/torch_cnn_train.py (tests/fixtures/torch/train, `--mode train`).
 """
 
 from __future__ import annotations
@@ -235,6 +235,12 @@ def test_linalg_level_carries_phases_down_and_names_what_lowering_folded(
     assert [e.name.split()[0] for e in folded] == ["torch.aten.add.Scalar"]
     torch_attributed = train_results["torch"].coverage.attributed_ns
     assert coverage.attributed_ns == torch_attributed - folded[0].total_ns
+    # Lowering lost the folded op's time: what each phase kept is not known, its time is.
+    upper = train_results["torch"].coverage.extra["training"]
+    assert coverage.extra["training"] == {
+        "phases_profiled_ns": upper["phases_profiled_ns"],
+        "buckets": ["optimizer"],
+    }
 
 
 def test_train_run_annotates_with_a_phase_table(

@@ -45,6 +45,11 @@ def framework_of(model: str) -> str:
     return model.split("_")[0]
 
 
+def is_training(model: str) -> bool:
+    """A model whose file name ends in `_train` is captured as a training step."""
+    return model.endswith("_train")
+
+
 def capture(model: str, out: Path) -> RunBundle:
     """Capture one zoo model into `out` (replacing it)."""
     script = ZOO / f"{model}.py"
@@ -52,7 +57,8 @@ def capture(model: str, out: Path) -> RunBundle:
     if framework == "tf":
         return capture_tf(script, out, TfCaptureOptions(steps=STEPS), force=True)
     if framework == "torch":
-        return capture_torch(script, out, TorchCaptureOptions(steps=STEPS))
+        mode = "train" if is_training(model) else "infer"
+        return capture_torch(script, out, TorchCaptureOptions(steps=STEPS, mode=mode))
     return capture_jax(script, out, JaxCaptureOptions(steps=STEPS))
 
 

@@ -20,9 +20,9 @@ correlation needs beyond op names and times comes from one separate, untimed ste
 correlator joins timed events to its events by execution order. Every step is a
 `ProfilerStep#N` annotation in both sessions, so steps are told apart the same way.
 
-The capture also times steps with no profiler and with `torch.profiler` at its defaults (as
-many as the profiled steps, at least `MIN_BASELINE_STEPS`), so the manifest records what the
-profiler costs (`options.overhead`: median step times in ns).
+The capture also times as many steps with no profiler and with `torch.profiler` at its
+defaults, so the manifest records what the profiler costs (`options.overhead`: median step
+times in ns; with few steps they are noisy: `benchmarks/bench_capture.py` measures carefully).
 """
 
 from __future__ import annotations
@@ -40,7 +40,6 @@ from torch.profiler import ProfilerActivity, profile, record_function, schedule
 from irprof.capture.torch_locations import PHASE_FUNCTIONS
 
 STEP_PREFIX = "ProfilerStep#"  # the name torch's own schedule gives its step annotations
-MIN_BASELINE_STEPS = 10  # steps timed without and with the plain profiler, at least
 MODES = ("infer", "train")
 
 
@@ -234,20 +233,19 @@ def profile_model(
     """Warm up; time `steps` steps without a profiler, under the plain profiler and under
     irprof's timed session (kept as the trace); then the call-stack reference step."""
     step = step_function(spec)
-    baseline_steps = max(steps, MIN_BASELINE_STEPS)
     with torch.set_grad_enabled(spec.mode == "train"):
         for _ in range(warmup):
             step()
-        # The first step of each condition (a profiler session's first especially) is slow:
-        # every condition leaves it out (the timed session through the schedule's warm-up).
-        bare = unprofiled_steps(step, 1 + baseline_steps)[1:]
-        plain = plain_profiler_steps(step, 1 + baseline_steps)[1:]
+        # Like for like: each condition runs one step it does not time (the timed session's is
+        # the schedule's warm-up), then `steps` timed ones. The first steps after another
+        # condition are slower (caches), so equal step counts matter more than many steps.
+        bare = unprofiled_steps(step, 1 + steps)[1:]
+        plain = plain_profiler_steps(step, 1 + steps)[1:]
         timed = timed_profile(step, steps, trace_path)
         parameters = list(spec.model.named_parameters()) if spec.mode == "train" else []
         order = reference_profile(step, reference_path, parameters)
     overhead = {
         "steps": steps,
-        "baseline_steps": baseline_steps,
         "no_profiler_ns": median_ns(bare),
         "profiler_ns": median_ns(plain),
         "irprof_ns": median_ns(timed),

@@ -24,6 +24,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from iree.compiler import ir
+
 from irprof.bundle import RunBundle
 from irprof.capture.torch_locations import FxNodeName
 from irprof.correlate.base import CorrelationOptions, CorrelationResult
@@ -61,8 +63,13 @@ VIEW_OPS = frozenset(
     {
         "view", "_unsafe_view", "reshape", "expand", "squeeze", "unsqueeze", "t", "transpose",
         "permute", "alias", "slice", "select", "as_strided", "detach", "unflatten",
+        "sym_size",
     }
 )  # fmt: skip
+# Reads of a dynamic dimension's size that decomposition adds as nodes of their own: eager
+# PyTorch reads sizes from tensor metadata and records no event for them.
+SHAPE_QUERIES = frozenset({"aten.sym_size.int"})
+MAX_SHAPE_USE_DEPTH = 4
 FUSED_TIME_RULES = ("default", "split")
 
 
@@ -78,6 +85,40 @@ def ops_by_node(infos: Sequence[OpInfo], *, trivial: bool = False) -> dict[str, 
                 grouped[parsed.node].append(position)
                 break
     return grouped
+
+
+def _fx_name(info: OpInfo) -> FxNodeName | None:
+    return next((p for n in info.keys.names if (p := FxNodeName.parse(n)) is not None), None)
+
+
+def join_shape_queries(infos: Sequence[OpInfo], grouped: dict[str, list[int]]) -> None:
+    """Add each shape query's ops (`SHAPE_QUERIES`) to the groups of the calls that use the
+    size it reads (through list constructs), where they take 0 ns like view ops: they are part
+    of running those calls, and no event of their own will ever name them."""
+    position_of = {info.op: position for position, info in enumerate(infos)}
+    queries = [
+        (p, name) for p, info in enumerate(infos)
+        if (name := _fx_name(info)) is not None and name.target in SHAPE_QUERIES
+    ]  # fmt: skip
+    for position, name in queries:
+        frontier, users = [infos[position].op], set()
+        for _ in range(MAX_SHAPE_USE_DEPTH):
+            following = []
+            for op in frontier:
+                for result in op.results:
+                    for use in result.uses:
+                        owner = use.owner
+                        owner = owner if isinstance(owner, ir.Operation) else owner.operation
+                        found = position_of.get(owner)
+                        user_name = _fx_name(infos[found]) if found is not None else None
+                        if found is not None and is_trivial_op(infos[found].op_name):
+                            following.append(owner)
+                        elif user_name is not None and user_name.node != name.node:
+                            users.add(user_name.node)
+            frontier = following
+        for node in sorted(users):
+            if position not in grouped[node]:
+                grouped[node].append(position)
 
 
 def is_view_op(info: OpInfo) -> bool:
@@ -151,6 +192,7 @@ def attribute_events(run: TorchRun, infos: Sequence[OpInfo], rule: str) -> _Attr
     """Every event of `run` to the ledger: forward calls by signature, backward events through
     autograd links (`torch_training`), the optimizer as its own bucket."""
     grouped = ops_by_node(infos)
+    join_shape_queries(infos, grouped)
     named_by_any_op = set(ops_by_node(infos, trivial=True))
     forward = [e for e in run.events if e.phase == "forward" and e.row not in run.unaligned]
     matched = match_events(forward, run.program.calls)
@@ -309,11 +351,15 @@ class TorchCorrelator:
 
 
 def _with_training(linalg: CorrelationResult, torch_result: CorrelationResult) -> CorrelationResult:
-    """The torch level's phase figures on the linalg level, which carries the same time down;
-    left out if lowering lost some of it (its phase would be unknown)."""
+    """The torch level's phase figures on the linalg level, which carries the same time down.
+    What each phase had attributed is left out when lowering lost some of it (the lost op's
+    time mixes phases); the profiled time per phase and the buckets hold at every level."""
     training = torch_result.coverage.extra.get("training")
-    if training is None or linalg.coverage.attributed_ns != torch_result.coverage.attributed_ns:
+    if training is None:
         return linalg
+    if linalg.coverage.attributed_ns != torch_result.coverage.attributed_ns:
+        kept = ("phases_profiled_ns", "buckets")
+        training = {key: value for key, value in training.items() if key in kept}
     coverage = dataclasses.replace(
         linalg.coverage, extra={**linalg.coverage.extra, "training": training}
     )

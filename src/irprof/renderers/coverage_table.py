@@ -60,7 +60,7 @@ def _phase_table(training: Any) -> Table | None:
     """A training step's time by phase, when the correlator reported it."""
     if not isinstance(training, dict):
         return None
-    profiled, attributed = training.get("phases_profiled_ns"), training.get("phases_ns")
+    profiled, attributed = training.get("phases_profiled_ns"), training.get("phases_ns", {})
     if not isinstance(profiled, dict) or not isinstance(attributed, dict):
         return None
     table = Table(title="training step by phase")
