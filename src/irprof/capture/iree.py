@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.metadata
+import os
 import platform
 import shutil
 import tempfile
@@ -123,6 +124,7 @@ def write_iree_bundle(
     folder.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="irprof-iree-") as work:
         work_dir = Path(work)
+        inputs = _input_specs(options, signature, subject, work_dir, provenance)
         (folder / "ir").mkdir()
         (folder / "trace").mkdir()
         shutil.copyfile(source, folder / "ir" / f"{level}.mlir")
@@ -131,41 +133,12 @@ def write_iree_bundle(
         with stamped.open("w", encoding="utf-8") as handle:
             module.operation.print(file=handle, enable_debug_info=True)
 
-        timeout = options.timeout_s
-        for phase in (FLOW_LEVEL, DISPATCH_REGIONS):
-            compile_module(
-                stamped,
-                folder / "ir" / f"{phase}.mlir",
-                subject=subject,
-                phase=phase,
-                sources_dir=None,
-                timeout_s=timeout,
-            )
-        vmfb = work_dir / "module.vmfb"
-        compile_module(
-            stamped,
-            vmfb,
-            subject=subject,
-            phase=None,
-            sources_dir=folder / "executables",
-            timeout_s=timeout,
-        )
-        inputs = _input_specs(options, signature, subject, work_dir)
-        profile = folder / "trace" / PROFILE_NAME
-        profile_module(
-            vmfb,
-            profile,
-            function=options.function,
-            inputs=inputs,
-            iterations=options.warmup + options.steps,
-            subject=subject,
-            timeout_s=timeout,
-        )
-        for name, (command, flags) in PROJECTIONS.items():
-            text = profile_projection(
-                profile, command, subject=subject, timeout_s=timeout, extra=flags
-            )
-            write_bytes_atomic(folder / "trace" / name, text.encode("utf-8"))
+        try:
+            _compile_and_profile(stamped, folder, work_dir, inputs, options, subject)
+        except CaptureError as exc:
+            # IREE names the staging and scratch folders, which are gone after a failure.
+            message = str(exc).replace(f"{folder}{os.sep}", "").replace(f"{work_dir}{os.sep}", "")
+            raise CaptureError(message) from exc
     warmup_until_ns, per_step, warning = _warmup_boundary(
         folder / "trace" / ALL_DISPATCHES, options.warmup, options.steps
     )
@@ -212,8 +185,56 @@ def write_iree_bundle(
     bundle.write_manifest(manifest)
 
 
+def _compile_and_profile(
+    stamped: Path,
+    folder: Path,
+    work_dir: Path,
+    inputs: list[str],
+    options: IreeCaptureOptions,
+    subject: str,
+) -> None:
+    """Flow and dispatch-creation IR, the .vmfb with its executable sources, the HAL profile
+    of warm-up + profiled runs and its `iree-profile` projections."""
+    timeout = options.timeout_s
+    for phase in (FLOW_LEVEL, DISPATCH_REGIONS):
+        compile_module(
+            stamped,
+            folder / "ir" / f"{phase}.mlir",
+            subject=subject,
+            phase=phase,
+            sources_dir=None,
+            timeout_s=timeout,
+        )
+    vmfb = work_dir / "module.vmfb"
+    compile_module(
+        stamped,
+        vmfb,
+        subject=subject,
+        phase=None,
+        sources_dir=folder / "executables",
+        timeout_s=timeout,
+    )
+    profile = folder / "trace" / PROFILE_NAME
+    profile_module(
+        vmfb,
+        profile,
+        function=options.function,
+        inputs=inputs,
+        iterations=options.warmup + options.steps,
+        subject=subject,
+        timeout_s=timeout,
+    )
+    for name, (command, flags) in PROJECTIONS.items():
+        text = profile_projection(profile, command, subject=subject, timeout_s=timeout, extra=flags)
+        write_bytes_atomic(folder / "trace" / name, text.encode("utf-8"))
+
+
 def _input_specs(
-    options: IreeCaptureOptions, signature: list[TensorSpec], subject: str, work_dir: Path
+    options: IreeCaptureOptions,
+    signature: list[TensorSpec],
+    subject: str,
+    work_dir: Path,
+    provenance: dict[str, str] | None,
 ) -> list[str]:
     if options.inputs:
         return list(options.inputs)
@@ -221,10 +242,19 @@ def _input_specs(
         npz = Path(options.inputs_npz)
         if not npz.is_file():
             raise UsageError(f"{npz}: no such .npz file")
-        arrays = npz_inputs(npz)
-    else:
+        return write_inputs(npz_inputs(npz), work_dir)
+    try:
         arrays = random_inputs(signature, subject, options.seed)
-    return write_inputs(arrays, work_dir)
+    except CaptureError as exc:
+        if not provenance:
+            raise
+        level = provenance.get("level", "stablehlo")
+        raise CaptureError(
+            f"{str(exc).split('; give inputs')[0]}; --backend iree draws inputs from the "
+            "signature: capture without it, then run `irprof capture iree "
+            f"RUN/ir/{level}.mlir -o RUN.iree --input SPEC ...` with the example's shapes"
+        ) from exc
+    return write_inputs(arrays, work_dir, signature)
 
 
 def _warmup_boundary(dispatches: Path, warmup: int, steps: int) -> tuple[int, int, str]:

@@ -17,7 +17,8 @@ from iree.compiler import ir
 from irprof.errors import CaptureError
 from irprof.mlir.op_index import walk_ops
 
-# MLIR element type -> numpy dtype for random inputs (bf16 has no numpy dtype: give inputs).
+# MLIR element type -> numpy dtype for random inputs (bf16, which numpy lacks, is written raw).
+BF16 = "bf16"
 DTYPES = {
     "f16": np.float16,
     "f32": np.float32,
@@ -49,10 +50,13 @@ class TensorSpec:
 
     shape: tuple[int, ...] | None  # None when some dimension is dynamic
     element: str
+    dims_text: str = ""  # the dimensions as written (`?x11`) when some are dynamic
 
     def render(self) -> str:
-        """IREE's spelling, e.g. `4x8xf32`."""
-        dims = "?" if self.shape is None else "x".join(str(d) for d in self.shape)
+        """IREE's spelling, e.g. `4x8xf32` (`?x11xi64` with a dynamic dimension)."""
+        if self.shape is None:
+            return f"{self.dims_text or '?'}x{self.element}"
+        dims = "x".join(str(d) for d in self.shape)
         return f"{dims}x{self.element}" if self.shape != () else self.element
 
 
@@ -97,8 +101,10 @@ def _tensor_spec(type_: ir.Type, model: str | Path, function: str) -> TensorSpec
         return torch_spec
     if isinstance(type_, ir.RankedTensorType):
         shape = tuple(type_.shape)
-        static = all(dim != ir.ShapedType.get_dynamic_size() for dim in shape)
-        return TensorSpec(shape if static else None, str(type_.element_type))
+        dynamic = ir.ShapedType.get_dynamic_size()
+        static = all(dim != dynamic for dim in shape)
+        text = "x".join("?" if dim == dynamic else str(dim) for dim in shape)
+        return TensorSpec(shape if static else None, str(type_.element_type), text)
     if isinstance(type_, ir.ShapedType):
         raise CaptureError(f"{model}: @{function} takes {type_}, which irprof cannot fill in")
     return TensorSpec((), str(type_))
@@ -121,7 +127,8 @@ def _torch_tensor_spec(spelling: str) -> TensorSpec | None:
     if not element.isalnum() or any(dim != "?" and not dim.isdigit() for dim in dims):
         return None
     static = all(dim.isdigit() for dim in dims)
-    return TensorSpec(tuple(int(dim) for dim in dims) if static else None, element)
+    shape = tuple(int(dim) for dim in dims) if static else None
+    return TensorSpec(shape, element, "x".join(dims))
 
 
 def random_inputs(specs: Sequence[TensorSpec], model: str | Path, seed: int) -> list[np.ndarray]:
@@ -130,6 +137,10 @@ def random_inputs(specs: Sequence[TensorSpec], model: str | Path, seed: int) -> 
     arrays: list[np.ndarray] = []
     for position, spec in enumerate(specs):
         dtype = DTYPES.get(spec.element)
+        if spec.shape is not None and spec.element == BF16:
+            values = generator.standard_normal(spec.shape).astype(np.float32)
+            arrays.append(bfloat16_bits(values))
+            continue
         if spec.shape is None or dtype is None:
             raise CaptureError(
                 f"{model}: argument {position} is {spec.render()}: irprof cannot make a random "
@@ -144,6 +155,14 @@ def random_inputs(specs: Sequence[TensorSpec], model: str | Path, seed: int) -> 
     return arrays
 
 
+def bfloat16_bits(values: np.ndarray) -> np.ndarray:
+    """float32 values rounded to bfloat16 (nearest even), as their uint16 bit patterns; numpy has
+    no bfloat16 dtype and IREE reads them as raw bytes (`SHAPExbf16=@file.bin`)."""
+    bits = values.astype(np.float32).view(np.uint32)
+    rounded = bits + np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1))
+    return (rounded >> np.uint32(16)).astype(np.uint16)
+
+
 def npz_inputs(path: Path) -> list[np.ndarray]:
     """The arrays of an `.npz`, in the order they were saved (`arr_0`, `arr_1`, ... or names)."""
     try:
@@ -153,10 +172,19 @@ def npz_inputs(path: Path) -> list[np.ndarray]:
         raise CaptureError(f"{path}: not a readable .npz of input arrays ({exc})") from exc
 
 
-def write_inputs(arrays: Sequence[np.ndarray], folder: Path) -> list[str]:
-    """Save each array as `.npy` in `folder`; the `@file` input specs IREE tools take."""
+def write_inputs(
+    arrays: Sequence[np.ndarray], folder: Path, types: Sequence[TensorSpec] | None = None
+) -> list[str]:
+    """Save each array in `folder`; the `@file` input specs IREE tools take. An array `types`
+    says is bf16 (uint16 bit patterns) is written raw, with its type in the spec."""
     specs: list[str] = []
     for position, array in enumerate(arrays):
+        spec = types[position] if types is not None and position < len(types) else None
+        if spec is not None and spec.element == BF16:
+            path = folder / f"input_{position}.bin"
+            array.astype(np.uint16).tofile(path)
+            specs.append(f"{spec.render()}=@{path}")
+            continue
         path = folder / f"input_{position}.npy"
         np.save(path, array, allow_pickle=False)
         specs.append(f"@{path}")
