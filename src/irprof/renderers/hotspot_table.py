@@ -107,10 +107,15 @@ def roofline_caption(roofline: Roofline) -> str:
     """What the roofline columns rest on: the peaks and how much time has a known cost."""
     peaks = roofline.peaks.describe() if roofline.peaks else "no peaks: no roof or bound"
     costed = format_share(roofline.costed_ns / roofline.total_ns) if roofline.total_ns else "-"
-    return (
+    text = (
         f"roofline: {peaks} · FLOPs and bytes from the IR's types for {costed} of these rows' "
         "time (`-`: a shape the IR does not know)"
     )
+    if any(point.estimated for point in roofline.points):
+        # An estimated share of a fused kernel set against the op's unfused traffic can
+        # exceed the roof; the group's own row holds its measured time and boundary bytes.
+        text += " · `~` rows: an estimated share, read the group's row for its roofline"
+    return text
 
 
 def render_text(table: Table, *, width: int = 160) -> str:
