@@ -57,6 +57,11 @@ def test_peaks_are_measured_once_and_cached_for_this_machine_only(tmp_path: Path
     assert remeasured.source == "measured" and remeasured.gflops != 123456.0
     cache.write_bytes(b"{not json")
     assert load_or_measure_peaks(cache, QUICK).source == "measured"
+    # A cache that cannot be written still gives measured numbers, and says so.
+    blocked = tmp_path / "file" / "peaks.json"
+    (tmp_path / "file").write_text("a file where the cache folder should be")
+    unwritten = load_or_measure_peaks(blocked, QUICK)
+    assert unwritten.gflops > 0 and unwritten.source.startswith("measured (not cached: ")
     with pytest.raises(UsageError):
         given_peaks(0.0, 10.0)
 
