@@ -90,7 +90,8 @@ class HloModuleInfo:
 
     def kernel_members(self, instruction: str) -> tuple[HloInstructionInfo, ...]:
         """The instructions a thunk of `instruction` runs: itself, or for a fusion or call every
-        instruction of its computations (the fusion itself only when none of them has metadata).
+        instruction of its computations (the fusion itself only when none of them has metadata),
+        for a `while` itself and its condition's instructions.
 
         Reducer computations (`to_apply` of a reduce inside a fusion) are included: their
         scalar ops run inside the same kernel and carry the reduce's op name.
@@ -98,6 +99,11 @@ class HloModuleInfo:
         root = self.instructions.get(instruction)
         if root is None:
             return ()
+        if root.opcode == "while" and root.called:
+            # The loop's condition is evaluated by the while thunk itself; the body's kernels
+            # are thunks of their own. Called computations of a while: (body, condition).
+            condition = self.computations.get(root.called[-1], ())
+            return (root, *(self.instructions[name] for name in condition))
         if root.opcode not in FUSING_OPCODES:
             return (root,)
         members: list[HloInstructionInfo] = []
@@ -283,6 +289,15 @@ def _dims_of(shape_text: str) -> list[tuple[int, ...]]:
     ]
 
 
+def _called(opcode: str, rest: str) -> tuple[str, ...]:
+    """Called computations in the HloProto's order: a while prints `condition=` before `body=`
+    but lists (body, condition)."""
+    called = tuple(_CALLS.findall(rest))
+    if opcode == "while" and len(called) == 2:
+        return called[::-1]
+    return called
+
+
 def parse_hlo_text(text: str, program_id: int = -1) -> HloModuleInfo:
     """Parse optimized HLO text (`compiled.as_text()`); ValueError when it holds no module."""
     header = re.match(r"HloModule\s+([^\s,]+)", text)
@@ -351,7 +366,7 @@ def parse_hlo_text(text: str, program_id: int = -1) -> HloModuleInfo:
             flops=flops,
             elements=sum(_elements(d) for d in out_dims),
             computation=computation,
-            called=tuple(_CALLS.findall(rest)),
+            called=_called(instr.group("opcode"), rest),
             operands=tuple(operands),
         )
     return HloModuleInfo(

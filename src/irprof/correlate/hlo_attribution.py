@@ -23,6 +23,10 @@ ops an instruction was inlined through receive the same share as an inclusive to
 Kernels XLA built without op metadata (a weight-gradient convolution, the layout copies that
 feed it) are placed from the program's structure where it is unambiguous (`hlo_orphans`).
 
+A `while` or `conditional` thunk's event spans the thunks of its body or branch, recorded on the
+same thread: its time counts without them (the loop's own overhead), so nested time is counted
+once.
+
 Asynchronous thunks: the thunk's event marks the launch and a separate `end: <instruction>` event
 its completion. The pair is found through the TraceMe producer/consumer ids (`_p` on the thunk
 equals `_c` on the end event), else as the next `end: <name>` event on the same track; the
@@ -33,7 +37,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -114,7 +118,33 @@ def thunk_events(trace: Trace, module_name: str) -> tuple[list[ThunkEvent], list
         if end_row is not None:
             end = max(end, int(trace.ts_ns[end_row] + trace.dur_ns[end_row]))
         events.append(ThunkEvent(row, trace.name_of(row), str(hlo_op), start, end - start, end_row))
-    return events, sorted(others)
+    return _exclusive(events, trace), sorted(others)
+
+
+def _exclusive(events: list[ThunkEvent], trace: Trace) -> list[ThunkEvent]:
+    """Events with the time of the thunks nested in them (a `while` or `conditional` thunk runs
+    its body's thunks inside its own span, on the same thread) taken out, so no nanosecond is
+    counted twice; the loop or branch op keeps its own overhead. Nesting is read from the
+    recorded events' own spans: an asynchronous thunk's launch does not contain the thunks that
+    run while it completes elsewhere."""
+    spans = [(int(trace.ts_ns[e.row]), int(trace.end_ns[e.row])) for e in events]
+    nested_ns = [0] * len(events)
+    by_track: dict[int, list[int]] = defaultdict(list)
+    for index, event in enumerate(events):
+        by_track[int(trace.track[event.row])].append(index)
+    for indexes in by_track.values():
+        indexes.sort(key=lambda i: (spans[i][0], -spans[i][1]))
+        open_spans: list[int] = []
+        for index in indexes:
+            while open_spans and spans[open_spans[-1]][1] < spans[index][1]:
+                open_spans.pop()
+            if open_spans:
+                nested_ns[open_spans[-1]] += spans[index][1] - spans[index][0]
+            open_spans.append(index)
+    return [
+        replace(event, dur_ns=max(event.dur_ns - nested, 0)) if nested else event
+        for event, nested in zip(events, nested_ns, strict=True)
+    ]
 
 
 def _find_end(

@@ -129,7 +129,12 @@ class IrOpIndex:
                 found.append(_Identity(name, own_chain, ()))
             else:
                 for call in self._calls_to[function]:
-                    for outer in self.identities(call, depth + 1):
+                    outers = self.identities(call, depth + 1)
+                    if not outers and "/" in name:
+                        # A call with no name of its own (`jax.export`'s wrapper of the exported
+                        # function): the callee's ops carry their full path already.
+                        found.append(_Identity(name, own_chain, (call,)))
+                    for outer in outers:
                         found.append(
                             _Identity(
                                 f"{outer.name}/{name}",

@@ -9,9 +9,14 @@ from structure, never from names:
    kind it implements (`convolution` -> `stablehlo.convolution`) that no instruction with
    metadata reaches, whose result has as many elements as the instruction's; it is placed only
    when exactly one such op exists in the module.
-2. A data-movement kernel without metadata (a layout copy) runs for the instruction that
-   consumes it: when its only consumer (looking through metadata-less bitcasts) is placed, by
-   its metadata or by rule 1, the copy's time goes to that consumer's ops.
+2. A data-movement or type-conversion kernel without metadata (a layout copy, the bf16 -> f32
+   `convert` XLA:CPU puts before a convolution) runs for the instruction that consumes it: when
+   its only consumer (looking through metadata-less bitcasts and tuples) is placed, by its
+   metadata or by rule 1, the kernel's time goes to that consumer's ops (a copy into a loop's
+   initial state goes to the `while`).
+3. Such a kernel inside a loop body or condition (a copy of the induction variable) is the
+   loop's plumbing: its time goes to the ops of the one `while` instruction running that
+   computation.
 
 What neither rule places stays unattributed with the reason it has today.
 """
@@ -26,7 +31,10 @@ from irprof.correlate.flops import shape_of
 from irprof.correlate.hlo import DATA_MOVEMENT_OPCODES, HloInstructionInfo, HloModuleInfo
 from irprof.correlate.hlo_ir_index import IrOpIndex, IrTarget, implements
 
-PASS_THROUGH = frozenset({"bitcast", "parameter", "constant", "tuple", "get-tuple-element"})
+PASS_THROUGH = frozenset({"bitcast", "tuple", "get-tuple-element"})
+# Kernels that only prepare an operand for their consumer: layouts, element types.
+PREPARATION = DATA_MOVEMENT_OPCODES | {"convert"}
+LOOPS = frozenset({"while"})
 MAX_BITCAST_HOPS = 8
 
 
@@ -46,10 +54,13 @@ class OrphanResolver:
         self.program = program
         self.index = index
         self.users: dict[str, list[str]] = defaultdict(list)
+        self.callers: dict[str, list[str]] = defaultdict(list)
         reached: set[int] = set()
         for instruction in program.instructions.values():
             for operand in instruction.operands:
                 self.users[operand].append(instruction.name)
+            for computation in instruction.called:
+                self.callers[computation].append(instruction.name)
             if instruction.op_name:
                 reached.update(
                     t.position for t in index.lookup(instruction.op_name, instruction.chain)
@@ -72,7 +83,7 @@ class OrphanResolver:
         members = self.program.kernel_members(instruction)
         if not members or any(m.op_name for m in members):
             return None
-        compute = [m for m in members if m.opcode not in DATA_MOVEMENT_OPCODES | {"fusion", "call"}]
+        compute = [m for m in members if m.opcode not in PREPARATION | {"fusion", "call"}]
         if compute:
             targets = [t for m in compute for t in self._lost_op(m)]
             if len(compute) == 1 and len(targets) == 1:
@@ -82,7 +93,7 @@ class OrphanResolver:
             return None
         consumer = self._only_consumer(instruction)
         if consumer is None:
-            return None
+            return self._loop_plumbing(instruction)
         fed = self.program.instructions[consumer]
         if fed.op_name or any(m.op_name for m in self.program.kernel_members(consumer)):
             return OrphanPlacement(consumer=consumer, how=f"layout copy feeding {consumer}")
@@ -114,9 +125,19 @@ class OrphanResolver:
                 return None
             user = self.program.instructions[users[0]]
             if user.opcode in PASS_THROUGH and not user.op_name:
-                if user.opcode == "tuple":
-                    return None  # a program result or a loop carry: no consumer kernel
                 current = user.name
                 continue
             return user.name
         return None
+
+    def _loop_plumbing(self, instruction: str) -> OrphanPlacement | None:
+        """Rule 3: the ops of the one `while` whose body or condition holds `instruction`."""
+        computation = self.program.instructions[instruction].computation
+        callers = [self.program.instructions[c] for c in self.callers.get(computation, [])]
+        if len(callers) != 1 or callers[0].opcode not in LOOPS or not callers[0].op_name:
+            return None
+        loop = callers[0]
+        targets = self.index.lookup(loop.op_name, loop.chain)
+        if not targets:
+            return None
+        return OrphanPlacement(tuple(targets), how=f"plumbing of the loop {loop.name}")

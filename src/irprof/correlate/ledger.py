@@ -289,7 +289,13 @@ def training_summary(
     ]
     linked_ns = sum(op_ns.get(p, 0) for p in phases.forward_of)
     return {
+        # The same record as PyTorch's (`correlate/torch_training.py`): `phases_ns` adds up to
+        # the profiled time; here every phase is IR ops, so a phase's profiled time is its
+        # attributed time (events no op received have no phase: `unattributed`) and no phase is
+        # a bucket of its own.
         "phases_ns": {**phase_ns, "unattributed": ledger.unattributed_ns},
+        "phases_profiled_ns": dict(phase_ns),
+        "buckets": [],
         "phases_estimated_ns": estimated_ns,
         "backward_linked_ns": linked_ns,
         "backward_unlinked_ns": phase_ns["backward"] - linked_ns,

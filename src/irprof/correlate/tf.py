@@ -48,14 +48,12 @@ from irprof.bundle import RunBundle
 from irprof.correlate.base import CorrelationOptions, CorrelationResult
 from irprof.correlate.flops import estimate_flops, share_weights
 from irprof.correlate.ledger import Ledger
+from irprof.correlate.tf_coverage import tf_coverage
 from irprof.correlate.tf_fusion import ExecutedGraph, Membership
 from irprof.correlate.tf_graph import ModuleView, fused_chain
 from irprof.correlate.tf_training import training_record
-from irprof.coverage import Coverage, is_trivial_op
 from irprof.errors import BundleError, CorrelationError
-from irprof.mlir.keys import split_function_suffix
 from irprof.mlir.locations import render
-from irprof.mlir.module_coverage import coverage_for
 from irprof.mlir.op_index import OpInfo
 from irprof.opprofile import OpProfile
 from irprof.trace.model import EventKind, Trace
@@ -63,11 +61,6 @@ from irprof.trace.model import EventKind, Trace
 TF_LEVELS = ("tf", "tf-standard", "post-grappler")
 RAW_LEVEL = "tf"
 EAGER_PREFIX = "EagerLocalExecute: "
-NEVER_RAN = "never ran: "
-PRUNED = NEVER_RAN + "not in the graph the runtime executed (grappler pruned or fused it away)"
-FOLDED = NEVER_RAN + "grappler folded it into a constant"
-SILENT = "in the graph the runtime executed, yet no event in the profiled steps"
-CONSTANT_KERNELS = frozenset({"Const", "HostConst"})
 PLUMBING_KERNELS = {
     "_Arg": "function argument copy-in (a block argument in the IR, not an op)",
     "_Retval": "function result copy-out (the IR return op has no named location)",
@@ -176,6 +169,16 @@ def _resolve_event(
     survivor = _cse_survivor(view, reference, node)
     if survivor is not None:
         return [survivor], ""
+    owner = view.control_flow_owner(node)
+    if owner is not None:
+        # A Switch/Merge/pivot the runtime built when it lowered this If/While/Case.
+        return [owner], ""
+    raw_view = reference()
+    if raw_view is not None and raw_view.resolve(node):
+        return [], (
+            f"an op of the raw `{RAW_LEVEL}` level that this level's pipeline moved or merged "
+            "(no op here reads the same arguments)"
+        )
     if membership is not None and node in membership.graph.nodes:
         return [], (
             "no op with this node name at this level, and the executed graph does not show "
@@ -289,7 +292,7 @@ def correlate_module(
     ledger.close(profiled_ns, f"{trace_path} -> {level}")
     training = training_record(view, ledger)
     opprofile = _opprofile(view, ledger, level, profiled_ns, trace_path, bundle)
-    coverage = _coverage(bundle, view, ledger, membership, level, profiled_ns, warnings)
+    coverage = tf_coverage(bundle, view, ledger, membership, level, profiled_ns, warnings)
     if training is not None:
         # Phase totals in the coverage; the backward -> forward rows in opprofile.json.
         opprofile = dataclasses.replace(
@@ -310,76 +313,6 @@ def _raw_level(bundle: RunBundle, level: str) -> Callable[[], ModuleView | None]
         return ModuleView.of(bundle.ir(RAW_LEVEL))
 
     return load
-
-
-def _op_reason(
-    view: ModuleView, membership: Membership | None, position: int, silent: str
-) -> str | None:
-    """Why the op at `position` received no event (None: no evidence either way)."""
-    info = view.infos[position]
-    node = split_function_suffix(info.keys.name or "")[0]
-    if position in view.callee_of:
-        return (
-            f"call inlined by the runtime: the ops of @{view.callee_of[position]} "
-            "received its events as `<call>/<node>`"
-        )
-    if membership is None:
-        return None
-    graph = membership.graph
-    fused_into = membership.absorbed_by.get(position)
-    if fused_into is not None:
-        kernel = graph.nodes[fused_into].op if fused_into in graph.nodes else "?"
-        return f"ran inside {fused_into} ({kernel}), which had no event in the profiled steps"
-    executed = graph.nodes.get(node)
-    if executed is None and node in graph.folded:
-        return FOLDED
-    if executed is None and position not in membership.present:
-        return PRUNED
-    if executed is not None and executed.op in CONSTANT_KERNELS and info.op_name != "tf.Const":
-        return FOLDED
-    return silent
-
-
-def _coverage(
-    bundle: RunBundle,
-    view: ModuleView,
-    ledger: Ledger,
-    membership: Membership | None,
-    level: str,
-    profiled_ns: int,
-    warnings: list[str],
-) -> Coverage:
-    silent = SILENT
-    recorded = bundle.manifest().options.get("recorded_tracer_options", {})
-    host_level = recorded.get("host_tracer_level", 3) if isinstance(recorded, dict) else 3
-    if isinstance(host_level, int) and host_level < 3:
-        silent += " (host tracer level below 3 skips cheap kernels: capture with --host-level 3)"
-    op_reasons: dict[int, str] = {}
-    for position in range(len(view.infos)):
-        if position in ledger.accounts:
-            continue
-        reason = _op_reason(view, membership, position, silent)
-        if reason is not None:
-            op_reasons[position] = reason
-    # Ops the executed graph proves absent, and that no fused node ran, do no work at run time.
-    never_ran = {
-        position
-        for position, reason in op_reasons.items()
-        if reason.startswith(NEVER_RAN) and not is_trivial_op(view.infos[position].op_name)
-    }
-    coverage = coverage_for(
-        [(info.op, info.key) for info in view.infos],
-        ledger.annotated,
-        level=level,
-        profiled_ns=profiled_ns,
-        attributed_ns=ledger.attributed_ns,
-        unmatched_events=ledger.unmatched_events(),
-        reasons=op_reasons,
-        not_executed=never_ran,
-        warnings=warnings,
-    )
-    source = membership.graph.source if membership is not None else None
-    return dataclasses.replace(coverage, extra={"runtime_graph_source": source, **ledger.totals()})
 
 
 def _location(info: OpInfo) -> str:

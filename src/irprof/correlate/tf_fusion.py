@@ -14,7 +14,10 @@ producers, transitively, that
 
 Nodes grappler created (the arithmetic optimizer's `.../ArithmeticOptimizer/AddOpsRewrite_*`)
 have no IR op of their own. They replaced an absent IR op that one of their consumers read: the
-consumer's absent producer inside the rewrite node's name scope is the root, grown as above.
+consumer's absent producer inside the rewrite node's name scope (looking through absent ops a
+fused consumer ran) is the root, grown as above; rewrites are resolved before fused nodes, so a
+fused consumer does not absorb what a rewrite replaced. A rewrite whose consumer is another
+rewrite (the leaves of an add tree) shares that rewrite's ops.
 Nothing here reads a node name beyond its name scope; membership is structure.
 """
 
@@ -114,7 +117,9 @@ class Membership:
             node = split_function_suffix(info.keys.name or "")[0]
             if node in graph.folded:
                 membership.present.add(position)  # a constant now: it runs as nothing
-        for name in graph.nodes:
+        # Rewrite nodes first: they claim the absent ops they replaced before a fused consumer
+        # could grow over them (the consumer reads the rewrite node, not those ops).
+        for name in sorted(graph.nodes, key=lambda n: bool(view.resolve(n))):
             membership.members_of(name)
         return membership
 
@@ -125,8 +130,9 @@ class Membership:
         self._members[node] = []  # guards recursion through rewrite nodes
         found = self._resolve(node)
         self._members[node] = found
-        for position in found[1:]:
-            self.absorbed_by.setdefault(position, node)
+        for position in found:
+            if position not in self.present:
+                self.absorbed_by.setdefault(position, node)
         return found
 
     def _resolve(self, node: str) -> list[int]:
@@ -151,29 +157,53 @@ class Membership:
 
     def _runs_more_than(self, executed: ExecutedNode, named: int) -> bool:
         """The node's kernel is not its named op's type, or it fuses others."""
-        if executed.op in CONSTANT_KERNELS:
-            return False  # folded to a constant: it stands for its own op, which did no work
+        if executed.op in CONSTANT_KERNELS or executed.op == "NoOp":
+            # Folded to a constant, or a lowered If/While left as a NoOp anchor: the node stands
+            # for its own op and runs nothing else.
+            return False
         own = base_kernel_type(self.view.op_type(named))
         return bool(executed.fused_ops) or base_kernel_type(executed.op) != own
 
     def _rewritten(self, node: str) -> list[int]:
-        """Ops a grappler-created node replaced: its consumer's absent producer in its scope."""
+        """Ops a grappler-created node replaced: the absent ops in its scope that its consumer
+        reads, directly or through other absent (fused) ops. A rewrite feeding another rewrite
+        (the leaves of an `AddOpsRewrite` tree) shares that rewrite's ops: the tree replaced
+        them together."""
         scope = name_scope(node)
         roots: list[int] = []
         for consumer in self.graph.consumers.get(node, []):
-            for member in self.members_of(consumer) or []:
-                for index in range(len(self.view.infos[member].op.operands)):
-                    producer = self.view.producer(member, index)
-                    if producer is None or not self._absorbable(producer):
-                        continue
-                    name = split_function_suffix(self.view.infos[producer].keys.name or "")[0]
-                    if scope and not name.startswith(scope + "/"):
-                        continue
-                    if producer not in roots:
-                        roots.append(producer)
+            executed = self.graph.nodes.get(consumer)
+            if not self.view.resolve(consumer):
+                if executed is not None and executed.op not in ("_Retval", *CONSTANT_KERNELS):
+                    shared = self.members_of(consumer)
+                    if shared:
+                        return shared
+                continue
+            for root in self._absent_in_scope(self.view.resolve(consumer)[0], scope):
+                if root not in roots:
+                    roots.append(root)
         if len(roots) != 1:
             return []  # none, or ambiguous: better a listed gap than a guess
         return self._grow(roots)
+
+    def _absent_in_scope(self, start: int, scope: str) -> list[int]:
+        """Absent ops of `scope` the op at `start` reads, looking through other absent ops."""
+        found: list[int] = []
+        pending = [start]
+        seen = {start}
+        while pending and len(seen) < MAX_MEMBERS:
+            current = pending.pop()
+            for index in range(len(self.view.infos[current].op.operands)):
+                producer = self.view.producer(current, index)
+                if producer is None or producer in seen or producer in self.present:
+                    continue
+                seen.add(producer)
+                name = split_function_suffix(self.view.infos[producer].keys.name or "")[0]
+                if scope and name.startswith(scope + "/") and self._absorbable(producer):
+                    found.append(producer)
+                elif self.view.infos[producer].op_name not in CONSTANT_OPS:
+                    pending.append(producer)
+        return found
 
     def _absorbable(self, position: int) -> bool:
         info = self.view.infos[position]

@@ -4,10 +4,18 @@
 each op belongs to, call ops and their callees, and producers, so the correlator can resolve a
 node name (including `<call>/<node>` names of runtime-inlined functions) and recover the chain of
 ops a grappler/oneDNN fused kernel stands for (`FUSION_RULES`).
+
+Control flow: the runtime lowers `If`/`While`/`Case` to Switch/Merge nodes and inlines each branch
+as a call named after the op (`<if>/then`, `<if>/else`, `<while>/cond`, `<while>/body`,
+`<case>/branch<i>`; TF's `lower_if_op.cc`, `lower_while_op.cc`, `lower_case_op.cc`), whose
+inlined nodes get a `_<k>` uniquifier: `cond/then/_0/cond/wide_1/MatMul` is node
+`cond/wide_1/MatMul` of the `then_branch` function. The Switch/Merge/pivot nodes of the lowering
+live in the op's name scope and stand for the control-flow op itself (`control_flow_owner`).
 """
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -19,6 +27,19 @@ from irprof.mlir.keys import split_function_suffix
 from irprof.mlir.op_index import OpInfo, derive_op_infos
 
 CALL_OPS = frozenset({"tf.StatefulPartitionedCall", "tf.PartitionedCall", "tf.LegacyCall"})
+# Function-valued attribute of a control-flow op -> the name its lowered, inlined call gets.
+BRANCH_ATTRIBUTES = {
+    "then_branch": "then",
+    "else_branch": "else",
+    "cond": "cond",
+    "body": "body",
+    "branches": "branch",  # an array: branch0, branch1, ...
+}
+INLINE_UNIQUIFIER = re.compile(r"^_\d+$")
+# Runtime nodes named after another node under a prefix: grappler's constant folding anchors
+# control dependencies on `ConstantFoldingCtrl/<node>_<k>`, and function inlining passes a call's
+# inputs and outputs through `Func/<call>/input/_<k>` and `Func/<call>/output/_<k>` Identities.
+PLUMBING_PREFIXES = ("ConstantFoldingCtrl/", "Func/")
 KERNEL_PREFIXES = ("_MklNative", "_Mkl", "_")  # longest first
 MAX_CHAIN = 6
 
@@ -43,6 +64,8 @@ class ModuleView:
         default_factory=lambda: defaultdict(list)
     )
     callee_of: dict[int, str] = field(default_factory=dict)
+    branches_of: dict[int, dict[str, str]] = field(default_factory=dict)  # label -> function
+    branch_of_function: dict[str, tuple[int, str]] = field(default_factory=dict)
     placeholders: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
     by_signature: dict[tuple[str, str, tuple[int, ...]], list[int]] = field(
         default_factory=lambda: defaultdict(list)
@@ -71,6 +94,11 @@ class ModuleView:
                 view.placeholders[info.keys.name.lower().replace("/", "_")].append(position)
             if info.op_name in CALL_OPS and "f" in attributes:
                 view.callee_of[position] = ir.FlatSymbolRefAttr(attributes["f"]).value
+            branches = _branches(attributes)
+            if branches:
+                view.branches_of[position] = branches
+                for label, function in branches.items():
+                    view.branch_of_function.setdefault(function, (position, label))
             signature = view.argument_signature(position)
             if signature is not None:
                 view.by_signature[signature].append(position)
@@ -142,7 +170,43 @@ class ModuleView:
                     inner = self.resolve("/".join(parts[cut:]), callee)
                     if inner:
                         return inner
+                branch = self.branches_of.get(call, {}).get(parts[cut])
+                rest = parts[cut + 1 :]
+                if rest and INLINE_UNIQUIFIER.match(rest[0]):
+                    rest = rest[1:]
+                if branch is not None and rest:
+                    inner = self.resolve("/".join(rest), branch)
+                    if inner:
+                        return inner
         return []
+
+    def control_flow_owner(self, node: str) -> int | None:
+        """The If/While/Case op whose lowering created runtime node `node` (a Switch, Merge,
+        pivot or inlined-call Identity in the op's name scope), or None."""
+        for prefix in PLUMBING_PREFIXES:
+            node = node.removeprefix(prefix)
+        parts = node.split("/")
+        for cut in range(len(parts) - 1, 0, -1):
+            for position in self.resolve("/".join(parts[:cut])):
+                if position in self.branches_of:
+                    return position
+        return None
+
+
+def _branches(attributes: ir.OpAttributeMap) -> dict[str, str]:
+    """Runtime label -> function of a control-flow op's function-valued attributes."""
+    found: dict[str, str] = {}
+    for name, label in BRANCH_ATTRIBUTES.items():
+        if name not in attributes:
+            continue
+        value = attributes[name]
+        if isinstance(value, ir.FlatSymbolRefAttr):
+            found[label] = value.value
+        elif isinstance(value, ir.ArrayAttr):
+            for index, item in enumerate(value):
+                if isinstance(item, ir.FlatSymbolRefAttr):
+                    found[f"{label}{index}"] = item.value
+    return found
 
 
 def _producer_chain(view: ModuleView, named: int, base: str) -> list[int]:
