@@ -9,6 +9,7 @@ from irprof.correlate.iree_absorbed import (
     absorbing_consumers,
     classify_missing,
     constant_positions,
+    feeds_control_flow,
     source_work,
 )
 from irprof.correlate.iree_dispatch import DispatchPlan
@@ -64,3 +65,25 @@ def test_absorbed_work_joins_the_consumers_plans_in_proportion() -> None:
     assert work == 32.0  # 4x8 elements
     assert first.source_weights[exp] == 0.75 * work
     assert second.source_weights[exp] == 0.25 * work
+
+
+BRANCH = """func.func @main(%a: tensor<f32>, %b: tensor<f32>) -> tensor<f32> {
+  %p = stablehlo.compare GT, %a, %b : (tensor<f32>, tensor<f32>) -> tensor<i1>
+  %i = stablehlo.convert %p : (tensor<i1>) -> tensor<i32>
+  %r = "stablehlo.case"(%i) ({
+    stablehlo.return %a : tensor<f32>
+  }, {
+    stablehlo.return %b : tensor<f32>
+  }) : (tensor<i32>) -> tensor<f32>
+  %s = stablehlo.add %r, %a : tensor<f32>
+  return %s : tensor<f32>
+}
+"""
+
+
+def test_a_branch_predicate_feeds_control_flow() -> None:
+    module = parse_module(BRANCH, make_context())
+    infos = derive_op_infos(module)
+    by_name = {info.op_name: info.op for info in infos}
+    assert feeds_control_flow(by_name["stablehlo.compare"])  # through the convert
+    assert not feeds_control_flow(by_name["stablehlo.add"])  # only reaches the return

@@ -143,6 +143,24 @@ def absorbing_consumers(
     return found
 
 
+def feeds_control_flow(op: ir.Operation, limit: int = 64) -> bool:
+    """Whether `op`'s results reach an op with regions (a `case`, `if` or `while` deciding
+    which code runs) through ops without regions: a branch predicate or a loop bound."""
+    frontier = [op]
+    seen = 0
+    while frontier and seen < limit:
+        current = frontier.pop()
+        seen += 1
+        for result in current.results:
+            for use in result.uses:
+                user = use.owner
+                if len(user.regions) and not user.name.endswith(TERMINATORS):
+                    return True
+                if not user.name.endswith(TERMINATORS):
+                    frontier.append(user)
+    return False
+
+
 def source_work(op: ir.Operation) -> float:
     """Estimated operations of a source op: elements of its largest operand or result."""
     sizes = [

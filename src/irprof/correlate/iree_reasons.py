@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from irprof.correlate.iree_absorbed import MissingOps, is_reindexing
+from irprof.correlate.iree_absorbed import MissingOps, feeds_control_flow, is_reindexing
 from irprof.correlate.iree_dispatch import DispatchPlan, origins
 from irprof.correlate.iree_sites import SiteMap
 from irprof.mlir.op_index import OpInfo
@@ -111,6 +111,11 @@ def source_reasons(
             reasons[position] = (
                 "only host-side flow ops carry it and no measured op consumes it (host work is "
                 "not profiled per op)"
+            )
+        elif feeds_control_flow(info.op):
+            reasons[position] = (
+                "decides control flow (a branch predicate, a loop bound) that IREE evaluates on "
+                "the host: host work is not profiled per op"
             )
         else:
             reasons[position] = (
