@@ -11,8 +11,8 @@ and `optimizer.zero_grad(set_to_none=True)`, each phase run by its own Python fu
 (`PHASE_FUNCTIONS`); the model and the loss are one module (`TrainingLoss`), so the exported
 program, the IR and the profiler's module chains all include the loss.
 
-Timed steps run under `torch.profiler.profile(activities=[CPU])` with torch's own step
-schedule and nothing else: no shapes, no call stacks, no verbose config, which make each op's
+Timed steps run under `torch.profiler.profile(activities=[CPU])`, each in a step annotation,
+and nothing else: no shapes, no call stacks, no verbose config, which make each op's
 own time larger (a `record_function` per training phase cost ~9% on a small model, so phases
 are read from the reference step's call stacks instead). What
 correlation needs beyond op names and times comes from one separate, untimed step profiled with
@@ -27,6 +27,7 @@ times in ns; with few steps they are noisy: `benchmarks/bench_capture.py` measur
 
 from __future__ import annotations
 
+import gc
 import statistics
 import time
 from collections.abc import Callable
@@ -35,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from torch.profiler import ProfilerActivity, profile, record_function, schedule
+from torch.profiler import ProfilerActivity, profile, record_function
 
 from irprof.capture.torch_locations import PHASE_FUNCTIONS
 
@@ -163,18 +164,28 @@ def plain_profiler_steps(step: Callable[[], None], count: int) -> list[int]:
         return [_timed(step) for _ in range(count)]
 
 
+def _marked_step(step: Callable[[], None], index: int) -> int:
+    """One timed step inside a `ProfilerStep#<index>` annotation.
+
+    torch's own `record_function` (and the schedule's `prof.step()`, which uses it) costs more
+    than this direct C++ entry point: its Python and dispatcher work between steps made a small
+    CNN's ops ~4% slower, this ~2% (`_RecordFunctionFast` costs nothing, but its events are
+    `cpu_op`s, which readers take for aten ops).
+    """
+    handle = torch._C._autograd._record_function_with_args_enter(f"{STEP_PREFIX}{index}")
+    try:
+        return _timed(step)
+    finally:
+        torch._C._autograd._record_function_with_args_exit(handle)
+
+
 def timed_profile(step: Callable[[], None], count: int, trace_path: Path) -> list[int]:
-    """irprof's timed steps: CPU activity only, under torch's own schedule (one warm-up step
-    the profiler records and discards, then `count` steps, each a `ProfilerStep#N`
-    annotation); writes the Chrome trace."""
-    durations = []
-    plan = schedule(wait=0, warmup=1, active=count, repeat=1)
-    with profile(activities=[ProfilerActivity.CPU], schedule=plan) as session:
-        for _ in range(1 + count):
-            durations.append(_timed(step))
-            session.step()
+    """irprof's timed steps: CPU activity only, a `ProfilerStep#N` annotation per step;
+    writes the Chrome trace."""
+    with profile(activities=[ProfilerActivity.CPU]) as session:
+        durations = [_marked_step(step, index) for index in range(count)]
     _export(session, trace_path)
-    return durations[1:]
+    return durations
 
 
 def reference_profile(
@@ -236,11 +247,16 @@ def profile_model(
     with torch.set_grad_enabled(spec.mode == "train"):
         for _ in range(warmup):
             step()
-        # Like for like: each condition runs one step it does not time (the timed session's is
-        # the schedule's warm-up), then `steps` timed ones. The first steps after another
-        # condition are slower (caches), so equal step counts matter more than many steps.
-        bare = unprofiled_steps(step, 1 + steps)[1:]
-        plain = plain_profiler_steps(step, 1 + steps)[1:]
+        # The export, import and lowering left a large heap: frozen, the collector no longer
+        # walks it in the middle of a step; each condition starts from a collected heap (a
+        # profiler session leaves its parsed events behind). Like for like: `steps` steps per
+        # condition, each session's first step (the slowest: recording starts) included.
+        gc.collect()
+        gc.freeze()
+        bare = unprofiled_steps(step, steps)
+        gc.collect()
+        plain = plain_profiler_steps(step, steps)
+        gc.collect()
         timed = timed_profile(step, steps, trace_path)
         parameters = list(spec.model.named_parameters()) if spec.mode == "train" else []
         order = reference_profile(step, reference_path, parameters)
@@ -250,6 +266,6 @@ def profile_model(
         "profiler_ns": median_ns(plain),
         "irprof_ns": median_ns(timed),
         "profiler": "torch.profiler.profile() at its defaults",
-        "timed_steps": "activities=[CPU], schedule(warmup=1, active=steps)",
+        "timed_steps": "activities=[CPU], a ProfilerStep#N annotation per step",
     }
     return StepRecord(overhead, order)
