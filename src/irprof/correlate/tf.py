@@ -21,7 +21,8 @@ as nodes of their own and feed only the fused node; a node grappler created (ari
 optimizer) stands for the absent op its consumer read in its name scope. Without an executed
 graph, `tf_graph.FUSION_RULES` walks the named op's producer chain. Every event goes into the
 `Ledger`, which splits a multi-op event by `CorrelationOptions.fused_time_rule`: "default" by an
-analytic FLOP estimate from the IR's shapes (`flops`), evenly when a shape is unknown; "equal"
+analytic FLOP estimate from the IR's shapes (`flops`), else from the shapes the profiler
+recorded for the kernels' inputs (`tf_shapes`), evenly when a shape is still unknown; "equal"
 evenly; "base" all to the costliest member. Each member records the group (node, measured
 total, size, basis); shares sum to the event, and attributed + unattributed == profiled.
 
@@ -51,6 +52,7 @@ from irprof.correlate.ledger import Ledger
 from irprof.correlate.tf_coverage import tf_coverage
 from irprof.correlate.tf_fusion import ExecutedGraph, Membership
 from irprof.correlate.tf_graph import ModuleView, fused_chain
+from irprof.correlate.tf_shapes import RuntimeShapes, shaped_flops
 from irprof.correlate.tf_training import training_record
 from irprof.errors import BundleError, CorrelationError
 from irprof.mlir.locations import render
@@ -97,6 +99,7 @@ def _attribute_graph_events(
     reference: Callable[[], ModuleView | None],
     membership: Membership | None,
     rule: str,
+    shapes: RuntimeShapes | None,
 ) -> Ledger:
     """Join executor op events by node name into a ledger."""
     ledger = Ledger()
@@ -109,7 +112,7 @@ def _attribute_graph_events(
             resolved[event] = _resolve_event(
                 view, reference, membership, args["tf_op_name"], args["tf_op_type"]
             )
-            plans[event] = _weights(view, resolved[event][0], rule)
+            plans[event] = _weights(view, resolved[event][0], rule, shapes)
         members, reason = resolved[event]
         if not members:
             ledger.unattributed(event, duration, reason)
@@ -123,7 +126,9 @@ def _attribute_graph_events(
     return ledger
 
 
-def _weights(view: ModuleView, members: list[int], rule: str) -> tuple[list[float], str]:
+def _weights(
+    view: ModuleView, members: list[int], rule: str, shapes: RuntimeShapes | None
+) -> tuple[list[float], str]:
     """How a fused kernel's time is split over its members under `fused_time_rule`."""
     if not members:
         return [], "even"
@@ -137,7 +142,13 @@ def _weights(view: ModuleView, members: list[int], rule: str) -> tuple[list[floa
         return [1.0] * len(members), "even"
     if rule != "default":
         raise CorrelationError(f"unknown fused_time_rule {rule!r}; known: default, equal, base")
-    return share_weights([view.infos[p].op for p in members])
+    weights, basis = share_weights([view.infos[p].op for p in members])
+    if basis == "even" and len(members) > 1 and shapes is not None:
+        # The IR is shapeless here (variable reads, `None` dims): the recorded shapes.
+        flops = shaped_flops(view, members, shapes)
+        if flops is not None and sum(flops) > 0:
+            return [float(f) for f in flops], "flops"
+    return weights, basis
 
 
 def _resolve_event(
@@ -271,9 +282,14 @@ def correlate_module(
     op_rows = np.nonzero(in_steps & (trace.kind == int(EventKind.FRAMEWORK_OP)))[0]
     warnings: list[str] = []
     if len(op_rows):
+        shapes = (
+            RuntimeShapes.collect(view, graph, membership, trace, op_rows)
+            if graph is not None and membership is not None
+            else None
+        )
         ledger = _attribute_graph_events(
             trace, op_rows, view, _raw_level(bundle, level), membership,
-            options.fused_time_rule,
+            options.fused_time_rule, shapes,
         )  # fmt: skip
     else:
         eager = np.array(

@@ -49,6 +49,9 @@ class ExecutedNode:
     op: str
     fused_ops: tuple[str, ...]
     inputs: tuple[str, ...]  # producer node names (no `^` control marks, no `:N` ports)
+    # The data inputs in order, as (producer node, output port): what a kernel event's
+    # recorded input shapes describe, one by one.
+    data_inputs: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass
@@ -75,6 +78,7 @@ class ExecutedGraph:
                     str(spec["op"]),
                     tuple(str(f) for f in spec.get("fused_ops", ())),
                     tuple(str(i).lstrip("^").split(":", 1)[0] for i in spec.get("inputs", ())),
+                    tuple(_data_input(str(i)) for i in spec.get("inputs", ()) if str(i)[:1] != "^"),
                 )
                 for node, spec in raw["nodes"].items()
             }
@@ -88,6 +92,14 @@ class ExecutedGraph:
                 # `ConstantFolding/<node>-<suffix>` replaced `<node>` by a constant.
                 graph.folded.add(node.name.removeprefix(FOLDING_PREFIX).rsplit("-", 2)[0])
         return graph
+
+
+def _data_input(text: str) -> tuple[str, int]:
+    """`node:1` -> (`node`, 1); `node` -> (`node`, 0)."""
+    node, sep, port = text.rpartition(":")
+    if sep and port.isdigit():
+        return node, int(port)
+    return text, 0
 
 
 def name_scope(node: str) -> str:
