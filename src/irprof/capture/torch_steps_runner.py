@@ -12,13 +12,13 @@ and `optimizer.zero_grad(set_to_none=True)`, each phase run by its own Python fu
 program, the IR and the profiler's module chains all include the loss.
 
 Timed steps run under `torch.profiler.profile(activities=[CPU])`, each in a step annotation,
-and nothing else: no shapes, no call stacks, no verbose config, which make each op's
-own time larger (a `record_function` per training phase cost ~9% on a small model, so phases
-are read from the reference step's call stacks instead). What
-correlation needs beyond op names and times comes from one separate, untimed step profiled with
-`record_shapes`, `with_stack` and verbose call stacks (the call-stack reference): the
-correlator joins timed events to its events by execution order. Every step is a
-`ProfilerStep#N` annotation in both sessions, so steps are told apart the same way.
+and nothing else: no shapes, no call stacks, no verbose config, which make each op's own time
+larger (and no `record_function` per training phase, which cost a small model ~9%: phases are
+read from the reference step's call stacks instead). What correlation needs beyond op names and
+times comes from one separate, untimed step profiled with `record_shapes`, `with_stack` and
+verbose call stacks (the call-stack reference): the correlator joins timed events to its events
+by execution order. Every step is a `ProfilerStep#N` annotation in both sessions, so steps are
+told apart the same way.
 
 The capture also times as many steps with no profiler and with `torch.profiler` at its
 defaults, so the manifest records what the profiler costs (`options.overhead`: median step
