@@ -11,8 +11,9 @@ dataset, then each rank's summary read from its partition, then stragglers) with
 (this process only) and on a local Dask cluster of `--workers` workers. It prints the wall time
 with and without the cluster's start, each worker's peak RSS (asked of the workers before the
 cluster stops) and the sum of the conversions' own wall and CPU times: when the tasks' wall time
-grows and their CPU time does not, other processes held the cores. Target from the issue: at
-least 1.7x the serial speed with 2 workers.
+grows and their CPU time does not, other processes held the cores. Last, as a yardstick with no
+Dask involved, `--workers` ranks converted by plain processes one after the other and all at once.
+Target from the issue: at least 1.7x the serial speed with 2 workers.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -82,6 +84,34 @@ def rank_files(ranks: int, rank_mb: int) -> Path:
     return folder
 
 
+CONVERT_ONE = """
+import sys
+from pathlib import Path
+from irprof.readers.chrome_stream import stream_chrome_to_parquet
+stream_chrome_to_parquet(Path(sys.argv[1]), Path(sys.argv[2]))
+"""
+
+
+def machine_parallelism(folder: Path, count: int) -> tuple[float, float]:
+    """Wall time of `count` ranks converted by plain processes one after the other, and all at
+    once: what the machine itself allows in parallel, with no Dask involved."""
+    sources = sorted(folder.glob("rank-*.json"))[:count]
+    outputs = [CACHE / f"parallelism-{index}.parquet" for index in range(count)]
+    commands = [[sys.executable, "-c", CONVERT_ONE, str(source), str(output)]
+                for source, output in zip(sources, outputs, strict=True)]  # fmt: skip
+    start = time.perf_counter()
+    for command in commands:
+        subprocess.run(command, check=True)
+    sequential = time.perf_counter() - start
+    start = time.perf_counter()
+    for process in [subprocess.Popen(command) for command in commands]:
+        process.wait()
+    together = time.perf_counter() - start
+    for output in outputs:
+        output.unlink(missing_ok=True)
+    return sequential, together
+
+
 def measure(folder: Path, workers: int) -> dict[str, object]:
     """One `trace summary`-equivalent run in a fresh interpreter."""
     done = subprocess.run(
@@ -128,6 +158,10 @@ def main() -> None:
         ratio = float(str(serial[what])) / float(str(parallel[what]))
         verdict = "met" if ratio >= 1.7 else "NOT met"
         print(f"speed-up, {what:5}: {ratio:.2f}x (target >= 1.7x: {verdict})")
+    sequential, together = machine_parallelism(folder, options.workers)
+    print(f"the machine itself: {options.workers} ranks converted by plain processes one after "
+          f"the other {sequential:.1f} s, at once {together:.1f} s: "
+          f"{sequential / together:.2f}x")  # fmt: skip
 
 
 if __name__ == "__main__":
