@@ -54,12 +54,12 @@ def capture(model: str, out: Path) -> RunBundle:
     """Capture one zoo model into `out` (replacing it)."""
     script = ZOO / f"{model}.py"
     framework = framework_of(model)
+    mode = "train" if is_training(model) else "infer"
     if framework == "tf":
-        return capture_tf(script, out, TfCaptureOptions(steps=STEPS), force=True)
+        return capture_tf(script, out, TfCaptureOptions(steps=STEPS, mode=mode), force=True)
     if framework == "torch":
-        mode = "train" if is_training(model) else "infer"
         return capture_torch(script, out, TorchCaptureOptions(steps=STEPS, mode=mode))
-    return capture_jax(script, out, JaxCaptureOptions(steps=STEPS))
+    return capture_jax(script, out, JaxCaptureOptions(steps=STEPS, mode=mode))
 
 
 def measure(model: str, bundle: RunBundle) -> list[LevelCoverage]:

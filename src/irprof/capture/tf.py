@@ -173,6 +173,7 @@ def _write_bundle(
                     "recorded_tracer_options": result["recorded_options"],
                     "step_marker": result["step_marker_name"],
                     "runtime_graph": RUNTIME_GRAPH_FILE,
+                    "overhead": result["overhead"],
                 },
             ),
         )

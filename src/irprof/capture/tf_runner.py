@@ -1,4 +1,5 @@
-"""Child process of `irprof capture tf`: the only module that imports TensorFlow and xprof.
+"""Child process of `irprof capture tf`; it and `tf_steps_runner` alone import TensorFlow and
+xprof.
 
 Run as `python -m irprof.capture.tf_runner SPEC.json`. SPEC names the script, entry, mode, step
 counts, tracer levels and a work directory; the runner writes into that directory:
@@ -9,8 +10,9 @@ counts, tracer levels and a work directory; the runner writes into that director
   (TensorFlow's own dump, else offline grappler), the evidence for which IR ops the runtime
   folded, pruned or fused;
 - `logdir/`: the profiler's own output, untouched;
-- `result.json`: versions, device, recorded tracer options, step count, sys.path roots and this
-  package's folder (its frames are dropped from the IR's call-site chains).
+- `result.json`: versions, device, recorded tracer options, step count, the measured overhead
+  (`tf_steps_runner`), sys.path roots and this package's folder (its frames are dropped from
+  the IR's call-site chains).
 
 Why a profiler server: in TF 2.21 `tf.profiler.experimental.start(logdir, options=...)` ignores its
 options (logs `host_tracer_level expects an i value` and records host=2, python=0). The profiler
@@ -26,9 +28,7 @@ import inspect
 import json
 import os
 import platform
-import socket
 import sys
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -37,19 +37,16 @@ from typing import Any
 import tensorflow as tf
 from tensorflow.core.protobuf import config_pb2, meta_graph_pb2
 from tensorflow.python.grappler import tf_optimizer
-from tensorflow.python.profiler import trace as tf_trace
 from tensorflow.tsl.profiler.protobuf import profiler_options_pb2, xplane_pb2
-from xprof.convert import _pywrap_profiler_plugin
 
 from irprof.capture.tf_options import requested_tracer_options, tracer_options_mismatch
+from irprof.capture.tf_steps_runner import STEP_MARKER, profile
 
-STEP_MARKER = "irprof_step"
 # `convert_function` returns tf_executor islands, a custom syntax only TensorFlow can parse; this
 # pass unwraps them into plain generic `tf.*` ops without renaming, reordering or folding.
 RAW_PIPELINE = "func.func(tf-executor-to-functional-conversion)"
 STANDARD_PIPELINE = "tf-standard-pipeline"
 CPU_DEVICE = "/job:localhost/replica:0/task:0/device:CPU:0"
-WINDOW_START_TIMEOUT_S = 30.0
 
 
 def load_entry(script: Path, entry: str) -> Callable[..., Any]:
@@ -165,66 +162,6 @@ def executed_graph(dump_dir: Path, function: str) -> dict[str, Any]:
     }
 
 
-def free_port() -> int:
-    """A TCP port nobody listens on right now."""
-    with socket.socket() as sock:
-        sock.bind(("localhost", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def run_step(fn: Any, inputs: tuple[Any, ...]) -> None:
-    """One step, waiting for its outputs so the step marker spans the work."""
-    outputs = fn(*inputs)
-    for tensor in tf.nest.flatten(outputs):
-        if hasattr(tensor, "numpy"):
-            tensor.numpy()
-
-
-def profile(fn: Any, inputs: tuple[Any, ...], spec: dict[str, Any], logdir: Path) -> float:
-    """Warm up, then run the profiled steps inside one profiler window; returns the step time."""
-    for _ in range(spec["warmup"]):
-        run_step(fn, inputs)
-    started = time.perf_counter()
-    run_step(fn, inputs)
-    step_s = time.perf_counter() - started
-    # The client call blocks for a fixed window: make it long enough for slow Python tracing.
-    duration_ms = int(2000 + 30 * spec["steps"] * step_s * 1000)
-    port = free_port()
-    tf.profiler.experimental.server.start(port)
-    levels = requested_tracer_options(spec["host_level"], spec["python_level"])
-    failure: list[BaseException] = []
-
-    def client() -> None:
-        try:
-            _pywrap_profiler_plugin.trace(
-                f"localhost:{port}", str(logdir), "", True, duration_ms, 1, levels
-            )
-        except BaseException as exc:  # re-raised in the main thread
-            failure.append(exc)
-
-    thread = threading.Thread(target=client, name="irprof-trace-client")
-    thread.start()
-    deadline = time.monotonic() + WINDOW_START_TIMEOUT_S
-    while not tf_trace.enabled():
-        if failure or time.monotonic() > deadline:
-            thread.join()
-            raise SystemExit(f"the profiler session did not start: {failure or 'timeout'}")
-        time.sleep(0.002)
-    for step in range(spec["steps"]):
-        with tf_trace.Trace(STEP_MARKER, step_num=step, _r=1):
-            run_step(fn, inputs)
-    still_recording = tf_trace.enabled()
-    thread.join()
-    if failure:
-        raise SystemExit(f"the profiler client failed: {failure[0]}")
-    if not still_recording:
-        raise SystemExit(
-            f"the profiler window ({duration_ms} ms) closed before {spec['steps']} steps ended"
-        )
-    return step_s
-
-
 def find_xspace(logdir: Path) -> Path:
     """The one `.xplane.pb` the client wrote (it may appear a moment after the call returns)."""
     deadline = time.monotonic() + 10.0
@@ -291,7 +228,7 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
     # keeps machine paths out of bundles.
     os.chdir(workdir)
     logdir = Path("logdir")
-    step_s = profile(fn, inputs, spec, logdir)
+    step_s, overhead = profile(fn, inputs, spec, logdir)
     xspace = find_xspace(logdir)
     options, markers = recorded_options(xspace)
     requested = requested_tracer_options(spec["host_level"], spec["python_level"])
@@ -315,6 +252,7 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         "step_markers": markers,
         "step_marker_name": STEP_MARKER,
         "warmup_step_s": step_s,
+        "overhead": overhead,
         "onednn": onednn_enabled(),
         # irprof's own root too: an editable install is not always on sys.path.
         "sys_path": [p for p in sys.path if p] + [str(Path(__file__).resolve().parents[2])],

@@ -35,6 +35,7 @@ from irprof.correlate.hlo import HloModuleInfo, decode_hlo_proto, parse_hlo_text
 from irprof.correlate.hlo_attribution import Attribution, attribute, rounded, thunk_events
 from irprof.correlate.hlo_ir_index import IrOpIndex
 from irprof.correlate.hlo_training import training_record
+from irprof.correlate.ledger import training_brief
 from irprof.coverage import is_trivial_op
 from irprof.errors import BundleError, CorrelationError, TraceFormatError
 from irprof.mlir.module_coverage import coverage_for
@@ -263,7 +264,7 @@ def correlate_program(
         opprofile = dataclasses.replace(
             opprofile, totals={**opprofile.totals, "training": training}
         )
-        extra["training"] = {k: v for k, v in training.items() if not isinstance(v, list)}
+        extra["training"] = training_brief(training)
     coverage = dataclasses.replace(coverage, extra=extra)
     return CorrelationResult(opprofile, coverage)
 

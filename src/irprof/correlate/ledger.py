@@ -31,6 +31,8 @@ from irprof.opprofile import OpProfileEntry, ProfileData
 
 SHARE_BASES = ("flops", "bytes", "even")
 PHASES = ("forward", "backward", "optimizer", "other")
+# The per-op rows of a training summary: in opprofile.json, left out of coverage.json.
+TRAINING_ROWS = ("backward_by_forward", "unlinked_backward")
 MAX_LISTED_LINKS = 200  # backward -> forward rows kept in the summary, largest first
 
 
@@ -240,10 +242,10 @@ class TrainingPhases:
     """A training step's structure: each op's phase and each backward op's forward ops.
 
     phase_of:   position -> one of PHASES (ops left out count as "other")
-    forward_of: non-trivial backward position -> the forward ops it differentiates (several
-                when the framework links it only to a scope or a source expression, never
-                guessed down to one)
-    unlinked:   non-trivial backward position -> why no forward op could be named
+    forward_of: backward position -> the forward ops it differentiates (several when the
+                framework links it only to a scope or a source expression, never guessed
+                down to one; a correlator may leave out ops that cannot do work)
+    unlinked:   backward position -> why no forward op could be named
     """
 
     phase_of: Mapping[int, str]
@@ -304,3 +306,8 @@ def training_summary(
         "backward_by_forward": links[:MAX_LISTED_LINKS],
         "unlinked_backward": unlinked[:MAX_LISTED_LINKS],
     }
+
+
+def training_brief(summary: dict[str, Any]) -> dict[str, Any]:
+    """A training summary without its per-op rows, for `coverage.json`."""
+    return {key: value for key, value in summary.items() if key not in TRAINING_ROWS}

@@ -48,7 +48,7 @@ from iree.compiler import ir
 from irprof.bundle import RunBundle
 from irprof.correlate.base import CorrelationOptions, CorrelationResult
 from irprof.correlate.flops import estimate_flops, share_weights
-from irprof.correlate.ledger import Ledger
+from irprof.correlate.ledger import Ledger, training_brief
 from irprof.correlate.tf_coverage import tf_coverage
 from irprof.correlate.tf_fusion import ExecutedGraph, Membership
 from irprof.correlate.tf_graph import ModuleView, fused_chain
@@ -314,7 +314,7 @@ def correlate_module(
         opprofile = dataclasses.replace(
             opprofile, totals={**opprofile.totals, "training": training}
         )
-        brief = {k: v for k, v in training.items() if not isinstance(v, list)}
+        brief = training_brief(training)
         coverage = dataclasses.replace(coverage, extra={**coverage.extra, "training": brief})
     return CorrelationResult(opprofile=opprofile, coverage=coverage)
 
