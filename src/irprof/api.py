@@ -132,7 +132,7 @@ def open_dataset(
     workers: int | None = None,
 ) -> duckdb.DuckDBPyRelation:
     """The `events` view of a rank dataset, Parquet trace, trace file or run bundle as a DuckDB
-    relation (`.filter`, `.aggregate`, `.df()`, ...; `rel.query("events", "SELECT ...")` for
+    relation (`.filter`, `.aggregate`, `.arrow()`, ...; `rel.query("events", "SELECT ...")` for
     SQL). A directory of rank traces is first converted in parallel (on `scheduler`, else a
     local Dask cluster of `workers`) into the folder `dataset`, which it then requires."""
     from irprof.analyses.rank_cluster import ClusterOptions
