@@ -55,13 +55,31 @@ def test_bundle_layout_and_manifest(infer_bundle: RunBundle) -> None:
     assert manifest.steps == 10
     assert manifest.versions["tensorflow"] == "2.21.0"
     assert all(infer_bundle.ir_path(level).is_file() for level in manifest.ir_levels)
-    assert [p.suffix for p in infer_bundle.trace_paths()] == [".pb"]
-    # The requested tracer levels were honoured, as recorded by the profiler itself.
+    timed, reference = infer_bundle.trace_paths()
+    assert timed.name.endswith(".xplane.pb") and reference.name.endswith(".xplane.pb")
+    assert infer_bundle.primary_trace_path == timed
+    assert manifest.options["reference_trace"] == str(reference.relative_to(infer_bundle.root))
+    # The timed steps recorded what the framework's profiler records by default; the reference
+    # steps the requested levels, as recorded by the profiler itself.
     assert manifest.options["recorded_tracer_options"] == {
+        "host_tracer_level": 2,
+        "python_tracer_level": 0,
+        "device_tracer_level": 1,
+    }
+    assert manifest.options["reference_tracer_options"] == {
         "host_tracer_level": 3,
         "python_tracer_level": 1,
         "device_tracer_level": 1,
     }
+
+
+def test_capture_records_its_overhead(infer_bundle: RunBundle) -> None:
+    """The manifest holds median step times without profiler, under the framework's profiler at
+    its defaults and in irprof's timed steps, which run under that very profiler."""
+    overhead = infer_bundle.manifest().options["overhead"]
+    assert overhead["steps"] == 10
+    assert all(overhead[f] > 0 for f in ("no_profiler_ns", "profiler_ns", "irprof_ns"))
+    assert "tf.profiler.experimental.start" in overhead["timed_steps"]
 
 
 def test_ir_is_portable_and_names_the_script(infer_bundle: RunBundle) -> None:

@@ -38,9 +38,10 @@ def by_name(result: CorrelationResult) -> dict[str, OpProfileEntry]:
     return {e.key.name: e for e in result.opprofile.entries if e.key.name}
 
 
-def event_durations(run: RunBundle) -> dict[str, list[int]]:
-    """Every framework-op event's durations inside the profiled steps, read independently."""
-    trace = read_trace(run.trace_paths()[0])
+def event_durations(run: RunBundle, index: int = 0) -> dict[str, list[int]]:
+    """Every framework-op event's durations inside the steps of trace file `index` (0: the
+    timed steps, 1: the untimed reference steps), read independently."""
+    trace = read_trace(run.trace_paths()[index])
     steps = [r for r in trace.rows_of_kind(EventKind.STEP).tolist()]
     windows = [(int(trace.ts_ns[r]), int(trace.end_ns[r])) for r in steps]
     found: dict[str, list[int]] = defaultdict(list)
@@ -94,10 +95,28 @@ def test_raw_training_graph_explains_the_ops_that_never_ran() -> None:
 
 
 def test_kernels_are_exact_trace_event_names() -> None:
-    events = event_durations(bundle("cnn-train"))
-    for entry in correlate("cnn-train", "tf").opprofile.entries:
+    """GIVEN timed steps (host level 2) and reference steps (level 3) THEN each op's kernels
+    are event names of the timed trace, or of the reference trace for the cheap kernels the
+    timed steps did not record, whose time is marked as taken from the reference steps."""
+    run = bundle("cnn-train")
+    timed, reference = event_durations(run), event_durations(run, 1)
+    result = correlate("cnn-train", "tf")
+    from_reference = 0
+    for entry in result.opprofile.entries:
         assert entry.data.kernels
-        assert set(entry.data.kernels) <= set(events)
+        assert set(entry.data.kernels) <= set(timed) | set(reference)
+        cheap = set(entry.data.kernels) - set(timed)
+        if cheap:
+            assert entry.data.source.startswith("xplane-reference:"), entry
+            from_reference += 1
+    assert from_reference > 0
+    steps = run.manifest().steps
+    reference_steps = run.manifest().options["reference_steps"]
+    assert result.coverage.extra["reference_ns"] == sum(
+        sum(durations) * steps // reference_steps
+        for name, durations in reference.items()
+        if name not in timed
+    )
 
 
 @pytest.mark.parametrize(

@@ -37,6 +37,7 @@ from irprof.mlir.load import load_module, print_module
 # Lowering order of the IR levels a TF bundle can hold.
 TF_LEVELS = ("tf", "tf-standard", "post-grappler")
 RUNTIME_GRAPH_FILE = "tf_runtime_graph.json"
+REFERENCE_DIR = "reference"  # the untimed reference window's files, under RUN/trace/
 ONEDNN_ENV = {"on": "1", "off": "0"}
 
 
@@ -48,7 +49,10 @@ class TfCaptureOptions:
     mode: str = "infer"  # "infer" | "train"
     steps: int = 5
     warmup: int = 2
-    host_level: int = 3  # 1-3; level 3 also records cheap kernels (_Arg, Reshape) and shapes
+    # Levels of the untimed reference steps: 3 also records cheap kernels (_Arg, Reshape) and
+    # input shapes. The timed steps record at most level 2 with no Python tracer, what the
+    # framework's profiler records by default (`capture/tf_steps_runner.py`).
+    host_level: int = 3  # 1-3
     python_level: int = 0  # 0 | 1
     post_grappler: bool = False
     onednn: str = "default"  # "on" | "off" | "default": sets TF_ENABLE_ONEDNN_OPTS in the child
@@ -149,6 +153,16 @@ def _write_bundle(
         make_paths_portable(module, mapped, own_frames)
         write_text_atomic(bundle.ir_path(level), print_module(module, debug_info=True))
     shutil.copytree(work / result["logdir"], bundle.trace_dir)
+    reference: dict[str, Any] = {}
+    if result.get("reference_logdir"):
+        target = bundle.trace_dir / REFERENCE_DIR
+        shutil.copytree(work / result["reference_logdir"], target)
+        (xspace,) = sorted(target.rglob("*.xplane.pb"))
+        reference = {
+            "reference_trace": str(xspace.relative_to(bundle.root)),
+            "reference_steps": result["reference_steps"],
+            "reference_tracer_options": result["reference_options"],
+        }
     shutil.copyfile(work / "runtime_graph.json", bundle.root / RUNTIME_GRAPH_FILE)
     trace_files = tuple(
         sorted(str(p.relative_to(bundle.root)) for p in bundle.trace_dir.rglob("*") if p.is_file())
@@ -171,6 +185,7 @@ def _write_bundle(
                     "function": result["function"],
                     "onednn_active": result["onednn"],
                     "recorded_tracer_options": result["recorded_options"],
+                    **reference,
                     "step_marker": result["step_marker_name"],
                     "runtime_graph": RUNTIME_GRAPH_FILE,
                     "overhead": result["overhead"],

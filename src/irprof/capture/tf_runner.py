@@ -9,7 +9,8 @@ counts, tracer levels and a work directory; the runner writes into that director
 - `runtime_graph.json`: node name -> op type (and `fused_ops`) of the graph the executor ran
   (TensorFlow's own dump, else offline grappler), the evidence for which IR ops the runtime
   folded, pruned or fused;
-- `logdir/`: the profiler's own output, untouched;
+- `logdir/`: the profiler's own output of the timed steps, untouched; `logdir_reference/` that
+  of the untimed reference steps (`tf_steps_runner` says why there are two windows);
 - `result.json`: versions, device, recorded tracer options, step count, the measured overhead
   (`tf_steps_runner`), sys.path roots and this package's folder (its frames are dropped from
   the IR's call-site chains).
@@ -39,7 +40,7 @@ from tensorflow.core.protobuf import config_pb2, meta_graph_pb2
 from tensorflow.python.grappler import tf_optimizer
 from tensorflow.tsl.profiler.protobuf import profiler_options_pb2, xplane_pb2
 
-from irprof.capture.tf_options import requested_tracer_options, tracer_options_mismatch
+from irprof.capture.tf_options import tracer_options_mismatch
 from irprof.capture.tf_steps_runner import STEP_MARKER, profile
 
 # `convert_function` returns tf_executor islands, a custom syntax only TensorFlow can parse; this
@@ -196,6 +197,19 @@ def recorded_options(xspace_path: Path) -> tuple[dict[str, int], int]:
     return options, markers
 
 
+def checked_window(logdir: Path, requested: dict[str, int], steps: int) -> dict[str, int]:
+    """The tracer levels a window's XSpace recorded; refused unless they are the requested ones
+    and it holds one step marker per step."""
+    xspace = find_xspace(logdir)
+    options, markers = recorded_options(xspace)
+    mismatch = tracer_options_mismatch(requested, options, xspace.name)
+    if mismatch is not None:
+        raise SystemExit(mismatch)
+    if markers != steps:
+        raise SystemExit(f"{xspace.name}: {markers} step markers recorded, expected {steps}")
+    return options
+
+
 def onednn_enabled() -> bool:
     """Whether this TensorFlow build runs oneDNN kernels in this process."""
     from tensorflow.python.util import _pywrap_util_port
@@ -227,16 +241,14 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
     # The client records its log directory in the trace (`repository_path`): a relative one
     # keeps machine paths out of bundles.
     os.chdir(workdir)
-    logdir = Path("logdir")
-    step_s, overhead = profile(fn, inputs, spec, logdir)
-    xspace = find_xspace(logdir)
-    options, markers = recorded_options(xspace)
-    requested = requested_tracer_options(spec["host_level"], spec["python_level"])
-    mismatch = tracer_options_mismatch(requested, options, xspace.name)
-    if mismatch is not None:
-        raise SystemExit(mismatch)
-    if markers != spec["steps"]:
-        raise SystemExit(f"{markers} step markers recorded, expected {spec['steps']}")
+    logdir, reference_logdir = Path("logdir"), Path("logdir_reference")
+    steps = profile(fn, inputs, spec, logdir, reference_logdir)
+    options = checked_window(logdir, steps.timed_levels, spec["steps"])
+    reference_options = (
+        checked_window(reference_logdir, steps.reference_levels, steps.reference_steps)
+        if steps.reference_levels is not None
+        else None
+    )
     function = concrete.name.decode() if isinstance(concrete.name, bytes) else concrete.name
     executed = executed_graph(Path(spec["graph_dump_dir"]), function)
     if executed["nodes"] is None:
@@ -249,10 +261,13 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         "ir_files": ir_files,
         "logdir": str(logdir),
         "recorded_options": options,
-        "step_markers": markers,
+        "reference_logdir": str(reference_logdir) if reference_options is not None else None,
+        "reference_options": reference_options,
+        "reference_steps": steps.reference_steps,
+        "step_markers": spec["steps"],
         "step_marker_name": STEP_MARKER,
-        "warmup_step_s": step_s,
-        "overhead": overhead,
+        "warmup_step_s": steps.step_s,
+        "overhead": steps.overhead,
         "onednn": onednn_enabled(),
         # irprof's own root too: an editable install is not always on sys.path.
         "sys_path": [p for p in sys.path if p] + [str(Path(__file__).resolve().parents[2])],

@@ -2,13 +2,24 @@
 window. Imported only by `tf_runner` (the child), so TensorFlow is still never imported by
 `irprof`.
 
+Two profiling windows:
+
+- the timed window: the profiled steps (`irprof_step` markers) under
+  `tf.profiler.experimental.start` itself, at its defaults (host tracer level 2, no Python
+  tracer), so the steps cost what they cost under the framework's profiler alone; its trace is
+  the bundle's primary trace. (Measured here: a profiler server traced by xprof's client made
+  steps 10-15% slower than `start` at the same levels.)
+- the reference window: two untimed steps at the requested levels (host 3: the cheap kernels,
+  Reshape, `_Arg`, that level 2 leaves out, and every kernel's input shapes; Python tracer when
+  asked), under `trace/reference/`. TF 2.21's `start` ignores its options, so this window is
+  the profiler server traced by xprof's client, which honours them. The correlator takes shapes
+  and the cheap kernels from it.
+
 Timing (`options.overhead` in the manifest, the same record as `capture torch` and `capture jax`):
 after the warm-up, the same number of steps runs with no profiler, under
-`tf.profiler.experimental.start(logdir)` at its defaults (host tracer level 2, no Python
-tracer), and in irprof's own window (the profiler server traced by xprof's client with the
-requested levels; host level 3 records the cheap kernels and the input shapes correlation
-reads); each condition starts with one untimed step, so a session's start-up is not a step. The
-medians are recorded; the steps in irprof's window are the profiled ones (`irprof_step`).
+`tf.profiler.experimental.start(logdir)` at its defaults, and in the timed window; each
+condition starts with one untimed step, so a session's start-up is not a step. The medians are
+recorded.
 """
 
 from __future__ import annotations
@@ -18,6 +29,7 @@ import statistics
 import tempfile
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +41,12 @@ from irprof.capture.tf_options import requested_tracer_options
 
 STEP_MARKER = "irprof_step"
 WINDOW_START_TIMEOUT_S = 30.0
+# The timed steps record what `tf.profiler.experimental.start` records by default: kernels the
+# executor calls expensive, no shapes, no Python frames. Host level 3 (cheap kernels such as
+# Reshape and _Arg, every kernel's input shapes) and the Python tracer cost step time, so they
+# run in a short untimed reference window instead.
+TIMED_LEVELS = requested_tracer_options(host_level=2, python_level=0)
+REFERENCE_STEPS = 2
 
 
 def free_port() -> int:
@@ -63,33 +81,47 @@ def timed_steps(fn: Any, inputs: tuple[Any, ...], count: int, marker: bool = Fal
     return durations
 
 
+def profiler_steps(
+    fn: Any, inputs: tuple[Any, ...], count: int, logdir: Path, marker: bool = False
+) -> list[int]:
+    """Step times under `tf.profiler.experimental.start(logdir)` at its defaults."""
+    tf.profiler.experimental.start(str(logdir))
+    try:
+        return timed_steps(fn, inputs, count, marker)
+    finally:
+        tf.profiler.experimental.stop()
+
+
 def plain_profiler_steps(fn: Any, inputs: tuple[Any, ...], count: int) -> list[int]:
-    """Step times under `tf.profiler.experimental.start` at its defaults (its files dropped)."""
+    """Step times under the profiler at its defaults, without markers (its files dropped)."""
     with tempfile.TemporaryDirectory(prefix="irprof-tf-plain-") as logdir:
-        tf.profiler.experimental.start(logdir)
-        try:
-            return timed_steps(fn, inputs, count)
-        finally:
-            tf.profiler.experimental.stop()
+        return profiler_steps(fn, inputs, count, Path(logdir))
 
 
-def profile(
-    fn: Any, inputs: tuple[Any, ...], spec: dict[str, Any], logdir: Path
-) -> tuple[float, dict[str, Any]]:
-    """Warm up, time the baselines, then run the profiled steps inside one profiler window;
-    returns the warm step time (s) and the overhead record."""
-    for _ in range(spec["warmup"]):
-        run_step(fn, inputs)
-    started = time.perf_counter()
-    run_step(fn, inputs)
-    step_s = time.perf_counter() - started
-    bare = timed_steps(fn, inputs, spec["steps"])
-    plain = plain_profiler_steps(fn, inputs, spec["steps"])
+@dataclass(frozen=True)
+class ProfiledSteps:
+    """What the profiling windows gave besides their files."""
+
+    step_s: float  # one warm step, seconds
+    overhead: dict[str, Any]
+    timed_levels: dict[str, int]
+    reference_levels: dict[str, int] | None  # None: the timed window recorded everything
+    reference_steps: int
+
+
+def traced_window(
+    fn: Any,
+    inputs: tuple[Any, ...],
+    steps: int,
+    levels: dict[str, int],
+    logdir: Path,
+    port: int,
+    step_s: float,
+) -> list[int]:
+    """`steps` marked steps inside one window of xprof's client tracing the profiler server
+    with `levels`; returns their wall times (ns)."""
     # The client call blocks for a fixed window: make it long enough for slow Python tracing.
-    duration_ms = int(2000 + 30 * (spec["steps"] + 1) * step_s * 1000)
-    port = free_port()
-    tf.profiler.experimental.server.start(port)
-    levels = requested_tracer_options(spec["host_level"], spec["python_level"])
+    duration_ms = int(2000 + 30 * (steps + 1) * step_s * 1000)
     failure: list[BaseException] = []
 
     def client() -> None:
@@ -108,22 +140,48 @@ def profile(
             thread.join()
             raise SystemExit(f"the profiler session did not start: {failure or 'timeout'}")
         time.sleep(0.002)
-    timed = timed_steps(fn, inputs, spec["steps"], marker=True)
+    durations = timed_steps(fn, inputs, steps, marker=True)
     still_recording = tf_trace.enabled()
     thread.join()
     if failure:
         raise SystemExit(f"the profiler client failed: {failure[0]}")
     if not still_recording:
         raise SystemExit(
-            f"the profiler window ({duration_ms} ms) closed before {spec['steps']} steps ended"
+            f"the profiler window ({duration_ms} ms) closed before {steps} steps ended"
         )
-    levels_text = ", ".join(f"{k} {v}" for k, v in levels.items())
-    return step_s, {
+    return durations
+
+
+def profile(
+    fn: Any, inputs: tuple[Any, ...], spec: dict[str, Any], logdir: Path, reference_logdir: Path
+) -> ProfiledSteps:
+    """Warm up, time the baselines, run the timed window, then the untimed reference window
+    when the requested levels record more than the timed one."""
+    for _ in range(spec["warmup"]):
+        run_step(fn, inputs)
+    started = time.perf_counter()
+    run_step(fn, inputs)
+    step_s = time.perf_counter() - started
+    bare = timed_steps(fn, inputs, spec["steps"])
+    plain = plain_profiler_steps(fn, inputs, spec["steps"])
+    # The timed window is the framework's profiler itself, at its defaults.
+    timed = profiler_steps(fn, inputs, spec["steps"], logdir, marker=True)
+    wanted = requested_tracer_options(spec["host_level"], spec["python_level"])
+    reference_levels: dict[str, int] | None = None
+    reference_steps = 0
+    if spec["host_level"] > TIMED_LEVELS["host_tracer_level"] or spec["python_level"] > 0:
+        reference_levels, reference_steps = wanted, min(spec["steps"], REFERENCE_STEPS)
+        port = free_port()
+        tf.profiler.experimental.server.start(port)
+        traced_window(fn, inputs, reference_steps, wanted, reference_logdir, port, step_s)
+    levels_text = ", ".join(f"{k} {v}" for k, v in TIMED_LEVELS.items())
+    overhead = {
         "steps": spec["steps"],
         "no_profiler_ns": int(statistics.median(bare)),
         "profiler_ns": int(statistics.median(plain)),
         "irprof_ns": int(statistics.median(timed)),
         "profiler": "tf.profiler.experimental.start(logdir) at its defaults",
-        "timed_steps": f"profiler server traced by xprof's client ({levels_text}), "
+        "timed_steps": f"tf.profiler.experimental.start at its defaults ({levels_text}), "
         "an irprof_step marker per step",
     }
+    return ProfiledSteps(step_s, overhead, TIMED_LEVELS, reference_levels, reference_steps)

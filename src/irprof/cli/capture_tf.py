@@ -25,9 +25,15 @@ def tf_command(
     steps: Annotated[int, typer.Option(help="Profiled steps.")] = 5,
     warmup: Annotated[int, typer.Option(help="Unprofiled warm-up steps.")] = 2,
     host_level: Annotated[
-        int, typer.Option(help="Host tracer level 1-3 (3 also records cheap kernels).")
+        int,
+        typer.Option(
+            help="Host tracer level 1-3 of the untimed reference steps (3: cheap kernels and "
+            "shapes); timed steps record at most level 2, the profiler's default."
+        ),
     ] = 3,
-    python_level: Annotated[int, typer.Option(help="Python tracer level 0|1.")] = 0,
+    python_level: Annotated[
+        int, typer.Option(help="Python tracer level 0|1 of the untimed reference steps.")
+    ] = 0,
     mode: Annotated[str, typer.Option(help="infer | train (one optimizer step).")] = "infer",
     post_grappler: Annotated[
         bool, typer.Option("--post-grappler", help="Also dump the graph after grappler.")

@@ -11,7 +11,9 @@ the IR keeps in its location (`irprof.mlir.keys`). The join, in order of prefere
    `ReadVariableOp`s) is found in the raw `tf` level and its event goes to the survivor, the op
    reading the same function arguments.
 
-Only events inside the capture's step markers count. `_Arg`/`_Retval` events (argument
+Only events inside the capture's step markers count. A capture with untimed reference steps
+(host tracer level 3, `tf_reference`) lends them the input shapes and the cheap kernels the timed
+steps (level 2) did not record. `_Arg`/`_Retval` events (argument
 copy-in, result copy-out) have no op to go to: arguments are block arguments and the return op
 has an unknown location, so they stay unmatched with a reason.
 
@@ -52,6 +54,7 @@ from irprof.correlate.ledger import Ledger, training_brief
 from irprof.correlate.tf_coverage import tf_coverage
 from irprof.correlate.tf_fusion import ExecutedGraph, Membership
 from irprof.correlate.tf_graph import ModuleView, fused_chain
+from irprof.correlate.tf_reference import load_reference
 from irprof.correlate.tf_shapes import RuntimeShapes, shaped_flops
 from irprof.correlate.tf_training import training_record
 from irprof.errors import BundleError, CorrelationError
@@ -100,9 +103,11 @@ def _attribute_graph_events(
     membership: Membership | None,
     rule: str,
     shapes: RuntimeShapes | None,
+    ledger: Ledger | None = None,
+    source: str = "xplane",
 ) -> Ledger:
-    """Join executor op events by node name into a ledger."""
-    ledger = Ledger()
+    """Join executor op events by node name into a ledger (a new one, or `ledger`)."""
+    ledger = ledger if ledger is not None else Ledger()
     resolved: dict[str, tuple[list[int], str]] = {}
     plans: dict[str, tuple[list[float], str]] = {}
     for row, args in zip(rows.tolist(), trace.args_many(rows), strict=True):
@@ -121,7 +126,7 @@ def _attribute_graph_events(
         names = [view.infos[p].keys.name or view.infos[p].op_name for p in members]
         ledger.record(
             event, ts, duration, members, weights=weights, basis=basis,
-            group=f"tf:{args['tf_op_name']}", source=f"xplane:{names[0]}",
+            group=f"tf:{args['tf_op_name']}", source=f"{source}:{names[0]}",
         )  # fmt: skip
     return ledger
 
@@ -281,16 +286,27 @@ def correlate_module(
     in_steps = _step_mask(trace, manifest.option_str("step_marker", "irprof_step"))
     op_rows = np.nonzero(in_steps & (trace.kind == int(EventKind.FRAMEWORK_OP)))[0]
     warnings: list[str] = []
+    reference_ns = 0
     if len(op_rows):
+        marker = manifest.option_str("step_marker", "irprof_step")
+        reference = load_reference(bundle, trace, op_rows, marker)
+        shape_source = (reference.trace, reference.rows) if reference else (trace, op_rows)
         shapes = (
-            RuntimeShapes.collect(view, graph, membership, trace, op_rows)
+            RuntimeShapes.collect(view, graph, membership, *shape_source)
             if graph is not None and membership is not None
             else None
         )
+        raw = _raw_level(bundle, level)
         ledger = _attribute_graph_events(
-            trace, op_rows, view, _raw_level(bundle, level), membership,
-            options.fused_time_rule, shapes,
-        )  # fmt: skip
+            trace, op_rows, view, raw, membership, options.fused_time_rule, shapes
+        )
+        if reference is not None and len(reference.stand_ins):
+            # Kernels the timed steps (host level 2) did not record, from the reference steps.
+            _attribute_graph_events(
+                reference.trace, reference.stand_ins, view, raw, membership,
+                options.fused_time_rule, shapes, ledger, "xplane-reference",
+            )  # fmt: skip
+            reference_ns = int(reference.trace.dur_ns[reference.stand_ins].sum())
     else:
         eager = np.array(
             [n.startswith(EAGER_PREFIX) and "__inference_" not in n for n in trace.strings]
@@ -304,11 +320,15 @@ def correlate_module(
             "of the same type in IR order within each step, which is a guess when a type "
             "repeats"
         )
-    profiled_ns = int(trace.dur_ns[op_rows].sum())
+    profiled_ns = int(trace.dur_ns[op_rows].sum()) + reference_ns
     ledger.close(profiled_ns, f"{trace_path} -> {level}")
     training = training_record(view, ledger)
     opprofile = _opprofile(view, ledger, level, profiled_ns, trace_path, bundle)
     coverage = tf_coverage(bundle, view, ledger, membership, level, profiled_ns, warnings)
+    if reference_ns:
+        coverage = dataclasses.replace(
+            coverage, extra={**coverage.extra, "reference_ns": reference_ns}
+        )
     if training is not None:
         # Phase totals in the coverage; the backward -> forward rows in opprofile.json.
         opprofile = dataclasses.replace(

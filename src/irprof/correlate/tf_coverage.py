@@ -93,7 +93,9 @@ def tf_coverage(
 ) -> Coverage:
     """The level's coverage: figures, unattributed events and unmatched ops with reasons."""
     silent = SILENT
-    recorded = bundle.manifest().options.get("recorded_tracer_options", {})
+    options = bundle.manifest().options
+    # The reference steps' level when the capture ran them: what was recorded at all.
+    recorded = options.get("reference_tracer_options") or options.get("recorded_tracer_options")
     host_level = recorded.get("host_tracer_level", 3) if isinstance(recorded, dict) else 3
     if isinstance(host_level, int) and host_level < 3:
         silent += " (host tracer level below 3 skips cheap kernels: capture with --host-level 3)"
