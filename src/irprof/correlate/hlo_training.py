@@ -37,6 +37,7 @@ from irprof.coverage import is_trivial_op
 TRANSPOSE = "transpose("
 JVP = "jvp("
 CONTAINERS = frozenset({"func.func", "builtin.module"})
+CONSTANTS = frozenset({"stablehlo.constant", "arith.constant"})
 
 
 def unwrap_transpose(component: str) -> str:
@@ -155,8 +156,8 @@ def _links(
     forward_of: dict[int, tuple[int, ...]] = {}
     unlinked: dict[int, str] = {}
     for position in sorted(backward):
-        if is_trivial_op(index.infos[position].op_name):
-            continue
+        if index.infos[position].op_name in CONSTANTS:
+            continue  # no work
         candidates: list[int] = []
         for identity in index.identities(position):
             key = _scope_key(identity.name)

@@ -272,8 +272,8 @@ def training_phases(view: ModuleView) -> TrainingPhases | None:
     forward_of: dict[int, tuple[int, ...]] = {}
     unlinked: dict[int, str] = {}
     for position in sorted(backward):
-        if is_trivial_op(view.infos[position].op_name):
-            continue
+        # Every op, constants too: tf-standard folds a gradient's division into a `tf.Const`
+        # that still receives the runtime node's events.
         forward, reason = index.link(position)
         if forward:
             forward_of[position] = forward
