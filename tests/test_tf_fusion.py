@@ -25,10 +25,17 @@ def residual_entries(level: str = "tf") -> dict[str, OpProfileEntry]:
 
 
 def kernel_time(name: str) -> int:
+    """Time of the kernel's events inside the profiled steps (the capture runs one untimed
+    step in the profiler window before them)."""
     trace = RunBundle(RESIDUAL).trace()
+    steps = [
+        (int(trace.ts_ns[r]), int(trace.end_ns[r]))
+        for r in trace.rows_of_kind(EventKind.STEP).tolist()
+    ]
     totals: dict[str, int] = defaultdict(int)
     for row in trace.rows_of_kind(EventKind.FRAMEWORK_OP).tolist():
-        totals[trace.name_of(row)] += int(trace.dur_ns[row])
+        if any(b <= trace.ts_ns[row] and trace.end_ns[row] <= e for b, e in steps):
+            totals[trace.name_of(row)] += int(trace.dur_ns[row])
     return totals[name]
 
 

@@ -18,7 +18,7 @@ def irprof_model(mode: str = "infer") -> tuple[Any, tuple[tf.Tensor, ...]]:
         raise ValueError("tf_residual_block only supports mode='infer'")
     tf.keras.utils.set_random_seed(3)
     layers = tf.keras.layers
-    inputs = tf.keras.Input((16, 16, 3), batch_size=4)
+    inputs = tf.keras.Input((32, 32, 3), batch_size=16)
     stem = layers.ReLU(name="stem_relu")(
         layers.BatchNormalization(name="stem_bn")(
             layers.Conv2D(8, 3, padding="same", name="stem")(inputs)
@@ -37,4 +37,4 @@ def irprof_model(mode: str = "infer") -> tuple[Any, tuple[tf.Tensor, ...]]:
     def infer(x: tf.Tensor) -> tf.Tensor:
         return model(x, training=False)
 
-    return infer, (tf.random.stateless_uniform((4, 16, 16, 3), seed=(3, 4)),)
+    return infer, (tf.random.stateless_uniform((16, 32, 32, 3), seed=(3, 4)),)
