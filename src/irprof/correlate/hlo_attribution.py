@@ -179,7 +179,8 @@ def plan_kernel(
     for member in members:
         targets = index.lookup(member.op_name, member.chain)
         if targets:
-            matched.append((member, tuple(index.refine(member.opcode, targets))))
+            refined = index.refine(member.opcode, targets, member.elements)
+            matched.append((member, tuple(refined)))
     if not matched:
         if not any(m.op_name for m in members):
             placed = orphans.place(hlo_op) if orphans is not None else None

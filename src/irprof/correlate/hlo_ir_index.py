@@ -14,17 +14,21 @@ followed by the call op's chain, recursively for nested helpers. A helper called
 is one op in StableHLO and two instructions in HLO: the op receives both.
 
 Lookup is exact on (name, full chain) first and on (name, innermost position) second, with file
-names compared by path suffix so absolute and folder-relative paths still meet.
+names compared by path suffix so absolute and folder-relative paths still meet. Ops a Python loop
+made on one line share name and chain; among them an instruction goes to the ops of its own
+opcode and result size.
 """
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from iree.compiler import ir
 
+from irprof.mlir.cost_shapes import shape_of
 from irprof.mlir.op_index import OpInfo
 
 # HLO opcode -> StableHLO/CHLO op mnemonics it implements, where the names differ.
@@ -184,7 +188,21 @@ class IrOpIndex:
             (op_name, canonical[0]), []
         )
 
-    def refine(self, opcode: str, targets: list[IrTarget]) -> list[IrTarget]:
-        """The targets whose IR op `opcode` translates directly; all targets when none does."""
+    def refine(
+        self, opcode: str, targets: list[IrTarget], elements: int | None = None
+    ) -> list[IrTarget]:
+        """The targets whose IR op `opcode` translates directly (all targets when none does),
+        then, when several remain, those whose result has the instruction's `elements`: two ops
+        one Python line made in a loop share name and source, not shapes."""
         direct = [t for t in targets if implements(opcode, self.infos[t.position].op_name)]
-        return direct or targets
+        chosen = direct or targets
+        if len(chosen) > 1 and elements is not None:
+            sized = [t for t in chosen if self._result_elements(t.position) == elements]
+            if sized:
+                return sized
+        return chosen
+
+    def _result_elements(self, position: int) -> int | None:
+        results = list(self.infos[position].op.results)
+        shape = shape_of(results[0].type) if results else None
+        return math.prod(shape) if shape is not None else None
