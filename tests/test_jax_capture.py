@@ -134,3 +134,34 @@ def test_bad_arguments_are_refused_before_running(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="not a run bundle"):
         capture_jax(script, tmp_path / "precious")
     assert (tmp_path / "precious" / "notes.txt").read_text() == "keep me"
+
+
+def test_capture_records_its_overhead(
+    captured: dict[str, tuple[RunBundle, AnnotateOutcome]],
+) -> None:
+    """GIVEN a capture THEN the manifest holds the median step times without profiler, under
+    `jax.profiler.trace` at its defaults and in irprof's session, over the profiled steps."""
+    overhead = captured["mlp"][0].manifest().options["overhead"]
+    assert overhead["steps"] == 3
+    assert all(overhead[f] > 0 for f in ("no_profiler_ns", "profiler_ns", "irprof_ns"))
+
+
+def test_training_needs_an_entry_that_takes_the_mode(tmp_path: Path) -> None:
+    """GIVEN --mode train and an entry without a `mode` argument THEN a CaptureError that says
+    so, and no bundle; GIVEN a loss and its parameters THEN a training step is profiled."""
+    script = tmp_path / "loss.py"
+    script.write_text(
+        "import jax.numpy as jnp\n\n"
+        "def loss(w, x):\n    return jnp.mean(jnp.tanh(x @ w) ** 2)\n\n"
+        "def irprof_model():\n    return loss, ({'w': jnp.ones((8, 8))}['w'], jnp.ones((4, 8)))\n"
+    )
+    options = JaxCaptureOptions(steps=1, warmup=0, mode="train")
+    with pytest.raises(CaptureError, match="mode"):
+        capture_jax(script, tmp_path / "run", options)
+    assert not (tmp_path / "run").exists()
+    script.write_text(
+        script.read_text().replace("def irprof_model():", "def irprof_model(mode='infer'):")
+    )
+    bundle = capture_jax(script, tmp_path / "run", options)
+    assert bundle.manifest().options["mode"] == "train"
+    assert bundle.manifest().options["hlo_module"] == "jit_train_step"
