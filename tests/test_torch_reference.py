@@ -121,7 +121,7 @@ def test_timed_steps_recorded_no_call_stacks_or_shapes_and_the_reference_step_di
     reference = _trace_events(TIMED / "trace" / "reference" / "torch.stacks.pt.trace.json.gz")
     assert timed and reference
     assert not any("Call stack" in e["args"] or "Input Dims" in e["args"] for e in timed)
-    assert all("Input Dims" in e["args"] for e in reference)
+    assert any("Input Dims" in e["args"] for e in reference)
     assert any("Call stack" in e["args"] for e in reference)
 
 

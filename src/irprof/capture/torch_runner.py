@@ -83,6 +83,20 @@ def model_spec_of(script: Path, entry: str, mode: str) -> ModelSpec:
         raise ScriptError(str(error)) from error
 
 
+IRPROF_PACKAGE = str(Path(__file__).resolve().parents[1])
+
+
+def model_frames(stack_trace: str | None) -> list[tuple[str, int, str]]:
+    """A node's stack trace without irprof's own frames (`TrainingLoss.forward` calling the
+    model and the loss is the capture's, not the user's: the loss's ops are then placed at
+    the loss module's code, like any other library call)."""
+    return [
+        frame
+        for frame in parse_stack_trace(stack_trace)
+        if not frame[0].startswith(IRPROF_PACKAGE + os.sep)
+    ]
+
+
 def library_roots() -> list[str]:
     """sys.path entries that are folders: library frames are shown relative to them."""
     return [p for p in sys.path if p and os.path.isdir(p)]
@@ -98,7 +112,7 @@ def describe_nodes(program: torch.export.ExportedProgram, script_dir: str) -> li
     described = []
     for index, node in enumerate(n for n in program.graph.nodes if n.op == "call_function"):
         node.meta["custom"] = {**node.meta.get("custom", {}), NODE_TAG: node.name}
-        frames = user_frames(parse_stack_trace(node.meta.get("stack_trace")), script_dir, roots)
+        frames = user_frames(model_frames(node.meta.get("stack_trace")), script_dir, roots)
         stack = node.meta.get("nn_module_stack") or {}
         described.append(
             {
@@ -142,7 +156,7 @@ def relativize_stack_traces(program: torch.export.ExportedProgram, script_dir: s
     """
     roots = library_roots()
     for node in program.graph.nodes:
-        raw = parse_stack_trace(node.meta.get("stack_trace"))
+        raw = model_frames(node.meta.get("stack_trace"))
         if raw:
             node.meta["stack_trace"] = format_stack_trace(user_frames(raw, script_dir, roots))
 
