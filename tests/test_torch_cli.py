@@ -52,3 +52,20 @@ def test_capture_torch_refuses_unknown_level(
     )
     assert code == 2
     assert "--levels" in capsys.readouterr().err
+
+
+def test_capture_torch_refuses_an_unknown_mode_and_train_with_iree(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--mode is infer or train; a training step runs eager PyTorch only."""
+    script = tmp_path / "m.py"
+    script.write_text("x = 1\n")
+    out = str(tmp_path / "run")
+    assert main(["capture", "torch", str(script), "-o", out, "--mode", "fit"]) == 2
+    assert "--mode 'fit': expected infer or train" in capsys.readouterr().err
+    assert (
+        main(["capture", "torch", str(script), "-o", out, "--mode", "train", "--backend", "iree"])
+        == 2
+    )
+    assert "--mode train profiles eager PyTorch only" in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()
