@@ -1,4 +1,4 @@
-"""PyTorch recommendation-style model: embedding bags over sparse ids, a dense MLP, dot interactions.
+"""PyTorch recommendation-style model: embedding bags over sparse ids, dense MLP, dot products.
 
 Two `nn.EmbeddingBag` tables pool variable-length id lists (flat ids + offsets; `sum` bags:
 torch-mlir's linalg lowering refuses `mean`), an `nn.Embedding` with a padding index looks up
