@@ -9,7 +9,7 @@ Two profiling windows:
   tracer), so the steps cost what they cost under the framework's profiler alone; its trace is
   the bundle's primary trace. (Measured here: a profiler server traced by xprof's client made
   steps 10-15% slower than `start` at the same levels.)
-- the reference window: two untimed steps at the requested levels (host 3: the cheap kernels,
+- the reference window: three untimed steps at the requested levels (host 3: the cheap kernels,
   Reshape, `_Arg`, that level 2 leaves out, and every kernel's input shapes; Python tracer when
   asked), under `trace/reference/`. TF 2.21's `start` ignores its options, so this window is
   the profiler server traced by xprof's client, which honours them. The correlator takes shapes
@@ -46,7 +46,7 @@ WINDOW_START_TIMEOUT_S = 30.0
 # Reshape and _Arg, every kernel's input shapes) and the Python tracer cost step time, so they
 # run in a short untimed reference window instead.
 TIMED_LEVELS = requested_tracer_options(host_level=2, python_level=0)
-REFERENCE_STEPS = 2
+REFERENCE_STEPS = 3  # the correlator takes the median one
 
 
 def free_port() -> int:

@@ -1,17 +1,18 @@
 """The untimed reference steps of a TF capture: the kernels and shapes the timed steps leave out.
 
 `irprof capture tf` times its profiled steps at host tracer level 2, what TensorFlow's profiler
-records by default, and runs two more steps at level 3 in a separate window
+records by default, and runs three more steps at level 3 in a separate window
 (`capture/tf_steps_runner.py`). Level 2 skips the kernels the executor deems inexpensive
 (Reshape, `_Arg`, `_Retval`, some variable reads) and the input shapes; level 3 has both.
 
 The correlator reads the timed trace as before and, from the reference trace,
 
 - the input shapes that split fused kernels by FLOPs (`tf_shapes.RuntimeShapes`);
-- the kernels of nodes that never appear in the timed steps: each timed step gets the
-  reference step's events of those nodes (the reference steps in turn), so their ops are
-  covered and their time, measured in the reference window, is counted and marked as such
-  (`source = "xplane-reference:..."`, `Coverage.extra["reference_ns"]`).
+- the kernels of nodes that never appear in the timed steps: each timed step gets the events of
+  those nodes in one reference step (the one whose such events took the median time, so a
+  stalled step is not copied), so their ops are covered and their time, measured in the
+  reference window, is counted and marked as such (`source = "xplane-reference:..."`,
+  `Coverage.extra["reference_ns"]`).
 
 A bundle without a reference trace (older captures, `--host-level 2`) has everything in its timed
 trace, or lacks it, as before.
@@ -68,6 +69,9 @@ def load_reference(
         np.array([r for r in rows.tolist() if reference.name_of(r) not in recorded], dtype=np.int64)
         for rows in per_step
     ]
+    # The reference step whose missing kernels took the median time: one step the machine
+    # stalled in (a preempted `_Arg`) would otherwise be copied into every timed step.
+    ranked = sorted(range(len(missing)), key=lambda i: int(reference.dur_ns[missing[i]].sum()))
+    chosen = missing[ranked[(len(ranked) - 1) // 2]]
     steps = len(step_rows(timed, marker)) or 1
-    stand_ins = np.concatenate([missing[step % len(missing)] for step in range(steps)])
-    return ReferenceSteps(reference, np.concatenate(per_step), stand_ins)
+    return ReferenceSteps(reference, np.concatenate(per_step), np.tile(chosen, steps))
