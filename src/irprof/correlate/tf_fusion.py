@@ -151,7 +151,7 @@ class Membership:
         executed = self.graph.nodes.get(node)
         positions = self.view.resolve(node)
         if positions:
-            named = positions[0]
+            named = self._named_op(positions, executed)
             if executed is None or not self._runs_more_than(executed, named):
                 return [named]
             members = self._grow([named])
@@ -166,6 +166,21 @@ class Membership:
         if executed is None or executed.op in ("_Arg", "_Retval", *CONSTANT_KERNELS):
             return []
         return self._rewritten(node)
+
+    def _named_op(self, positions: list[int], executed: ExecutedNode | None) -> int:
+        """The op a node name stands for when a pipeline split the node into several ops that
+        keep its location (tf-standard turns a RealDiv by a constant into a `tf.Mul` by a
+        folded `tf.Const`, both named after the node): the one of the kernel's type, else the
+        first that is not a constant."""
+        if len(positions) == 1:
+            return positions[0]
+        if executed is not None:
+            kernel = base_kernel_type(executed.op)
+            typed = [p for p in positions if base_kernel_type(self.view.op_type(p)) == kernel]
+            if typed:
+                return typed[0]
+        computing = [p for p in positions if self.view.infos[p].op_name not in CONSTANT_OPS]
+        return (computing or positions)[0]
 
     def _runs_more_than(self, executed: ExecutedNode, named: int) -> bool:
         """The node's kernel is not its named op's type, or it fuses others."""
