@@ -23,7 +23,8 @@ correlator links them (`correlate/hlo_training.py`).
 Timing (`options.overhead` in the manifest, the same record as `capture torch`): the median
 wall time of `steps` steps with no profiler, under `jax.profiler.trace` at its defaults, and
 under irprof's own session (the trace kept in the bundle: the same defaults, a step annotation
-per step, and a Perfetto copy written after the session stops).
+per step, and a Perfetto copy written after the session stops); the two baselines run before
+and after irprof's session and each is the median over both runs.
 """
 
 from __future__ import annotations
@@ -165,14 +166,14 @@ def run_steps(
     """Warm up, time the bare and plain-profiler steps, then irprof's session into `logdir`;
     returns the overhead record."""
     _timed_steps(compiled, spec, warmup)
+    # Baselines on both sides of the profiled steps, each median over both runs: later
+    # sessions and steps of a process run slower than its first ones on this machine.
     bare, _ = _timed_steps(compiled, spec, steps)
-    with (
-        tempfile.TemporaryDirectory(prefix="irprof-jax-plain-") as plain_dir,
-        jax.profiler.trace(plain_dir),
-    ):
-        plain, _ = _timed_steps(compiled, spec, steps)
+    plain = _plain_profiler_steps(compiled, spec, steps)
     with jax.profiler.trace(str(logdir), create_perfetto_trace=True):
         timed, _ = _timed_steps(compiled, spec, steps, marker=True)
+    plain += _plain_profiler_steps(compiled, spec, steps)
+    bare += _timed_steps(compiled, spec, steps)[0]
     return {
         "steps": steps,
         "no_profiler_ns": int(statistics.median(bare)),
@@ -181,4 +182,15 @@ def run_steps(
         "profiler": "jax.profiler.trace(logdir) at its defaults",
         "timed_steps": "jax.profiler.trace defaults, a StepTraceAnnotation per step "
         "(Perfetto trace written after the session)",
+        "order": "no profiler, profiler, irprof, profiler, no profiler "
+        "(each baseline median over both)",
     }
+
+
+def _plain_profiler_steps(compiled: Any, spec: StepSpec, steps: int) -> list[int]:
+    """Step times under `jax.profiler.trace` at its defaults (its files dropped)."""
+    with (
+        tempfile.TemporaryDirectory(prefix="irprof-jax-plain-") as plain_dir,
+        jax.profiler.trace(plain_dir),
+    ):
+        return _timed_steps(compiled, spec, steps)[0]

@@ -17,9 +17,10 @@ Two profiling windows:
 
 Timing (`options.overhead` in the manifest, the same record as `capture torch` and `capture jax`):
 after the warm-up, the same number of steps runs with no profiler, under
-`tf.profiler.experimental.start(logdir)` at its defaults, and in the timed window; each
-condition starts with one untimed step, so a session's start-up is not a step. The medians are
-recorded.
+`tf.profiler.experimental.start(logdir)` at its defaults, in the timed window, under the profiler
+again and with no profiler again (each baseline's median over both of its runs, so the order the
+conditions ran in does not favour one); each run starts with one untimed step, so a session's
+start-up is not a step.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ WINDOW_START_TIMEOUT_S = 30.0
 # run in a short untimed reference window instead.
 TIMED_LEVELS = requested_tracer_options(host_level=2, python_level=0)
 REFERENCE_STEPS = 3  # the correlator takes the median one
+ORDER = "no profiler, profiler, irprof, profiler, no profiler (each baseline median over both)"
 
 
 def free_port() -> int:
@@ -162,10 +164,15 @@ def profile(
     started = time.perf_counter()
     run_step(fn, inputs)
     step_s = time.perf_counter() - started
+    # Baselines on both sides of the timed steps: a process's later profiler sessions and
+    # steps run slower than its first ones on this machine, so one side alone would bias the
+    # ratio by the order the conditions ran in.
     bare = timed_steps(fn, inputs, spec["steps"])
     plain = plain_profiler_steps(fn, inputs, spec["steps"])
     # The timed window is the framework's profiler itself, at its defaults.
     timed = profiler_steps(fn, inputs, spec["steps"], logdir, marker=True)
+    plain += plain_profiler_steps(fn, inputs, spec["steps"])
+    bare += timed_steps(fn, inputs, spec["steps"])
     wanted = requested_tracer_options(spec["host_level"], spec["python_level"])
     reference_levels: dict[str, int] | None = None
     reference_steps = 0
@@ -183,5 +190,6 @@ def profile(
         "profiler": "tf.profiler.experimental.start(logdir) at its defaults",
         "timed_steps": f"tf.profiler.experimental.start at its defaults ({levels_text}), "
         "an irprof_step marker per step",
+        "order": ORDER,
     }
     return ProfiledSteps(step_s, overhead, TIMED_LEVELS, reference_levels, reference_steps)
