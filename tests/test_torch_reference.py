@@ -221,3 +221,20 @@ def test_dynamic_dimension_size_reads_join_the_calls_that_use_them_with_no_time(
     coverage = result.coverage
     assert coverage.time_coverage == 1.0
     assert coverage.ops_nontrivial_annotated == coverage.ops_nontrivial
+
+
+def test_a_capture_whose_reference_trace_cannot_be_read_is_refused(tmp_path: Path) -> None:
+    """torch once wrote raw bytes into a call stack: the capture must not hand that on."""
+    from irprof.capture.torch import check_reference_trace
+    from irprof.errors import CaptureError
+
+    staged = tmp_path / "staged"
+    shutil.copytree(TIMED, staged)
+    reference = staged / "trace" / "reference" / "torch.stacks.pt.trace.json.gz"
+    text = gzip.decompress(reference.read_bytes())
+    assert b'"Call stack":"' in text
+    text = text.replace(b'"Call stack":"', b'"Call stack":"\t', 1)  # a raw tab: invalid JSON
+    reference.write_bytes(gzip.compress(text))
+    with pytest.raises(CaptureError, match="reference step wrote a trace irprof cannot read"):
+        check_reference_trace(staged, tmp_path / "run")
+    check_reference_trace(TIMED, tmp_path / "run")  # the shipped one reads

@@ -39,7 +39,7 @@ from irprof.capture.subprocess_run import (
     run_runner,
     staged_bundle,
 )
-from irprof.errors import UsageError
+from irprof.errors import CaptureError, IrprofError, UsageError
 
 RUNNER_MODULE = "irprof.capture.torch_runner"
 LEVELS = ("torch", "linalg")
@@ -78,6 +78,7 @@ def capture_torch(
         run_options = dataclasses.replace(options, steps=steps, warmup=warmup)
         command = runner_command(script_path, folder, run_options, label)
         run_runner(command, script=script_path, framework="torch", timeout_s=options.timeout_s)
+        check_reference_trace(folder, out_path)
 
     with staged_bundle(out_path) as staging:
         capture_with_backend(
@@ -91,6 +92,24 @@ def capture_torch(
             entry=options.entry,
         )
     return RunBundle(out_path)
+
+
+def check_reference_trace(folder: Path, out: Path) -> None:
+    """Refuse a bundle whose call-stack reference trace irprof cannot read (the staging check
+    reads the primary trace only): every later `annotate` would fail on it."""
+    from irprof.readers import read_trace  # readers pull in numpy and the protobuf schema
+
+    bundle = RunBundle(folder)
+    name = bundle.manifest().options.get("reference_trace")
+    if not isinstance(name, str):
+        return
+    try:
+        read_trace(bundle.member(name, what="call-stack reference trace"))
+    except IrprofError as exc:
+        raise CaptureError(
+            f"{out}: the call-stack reference step wrote a trace irprof cannot read ({exc}); "
+            "nothing was written, capture again"
+        ) from exc
 
 
 def _check_arguments(script: Path, out: Path, options: TorchCaptureOptions) -> None:

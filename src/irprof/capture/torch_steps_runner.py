@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from torch.profiler import ProfilerActivity, profile, record_function
+from torch.profiler import ProfilerActivity, profile
 
 from irprof.capture.torch_locations import PHASE_FUNCTIONS
 
@@ -203,16 +203,16 @@ def reference_profile(
     ]
     config = torch._C._profiler._ExperimentalConfig(verbose=True)  # verbose: Python call stacks
     try:
-        with (
-            profile(
-                activities=[ProfilerActivity.CPU],
-                record_shapes=True,
-                with_stack=True,
-                experimental_config=config,
-            ) as session,
-            record_function(f"{STEP_PREFIX}0"),
-        ):
-            step()
+        with profile(
+            activities=[ProfilerActivity.CPU],
+            record_shapes=True,
+            with_stack=True,
+            experimental_config=config,
+        ) as session:
+            # Not torch's `record_function`: its first call imports a module, and with_stack
+            # now and then recorded a frame of that import with a garbage function name (raw
+            # bytes in the JSON, which no reader accepts).
+            _marked_step(step, 0)
     finally:
         for handle in handles:
             handle.remove()
