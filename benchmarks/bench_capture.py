@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -35,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from irprof.bundle import RunBundle
+from irprof.errors import IrprofError
 from irprof.trace.model import EventKind
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -156,20 +158,26 @@ def _median_step_ns(run: Callable[[], None], steps: int) -> int:
 
 def tf_baselines(script: Path, steps: int) -> tuple[int, int]:
     """TF: the model as `irprof capture tf` loads it, bare and under the default profiler."""
+    import importlib
+
     import tensorflow as tf
 
     from irprof.capture import tf_runner
 
+    # `run_step` (one step, outputs fetched) lives in the runner or its stepping half.
+    holder = tf_runner if hasattr(tf_runner, "run_step") else None
+    holder = holder or importlib.import_module("irprof.capture.tf_steps_runner")
+    run_step: Callable[[Any, tuple[Any, ...]], None] = holder.run_step
     fn, inputs = tf_runner.resolve_model(
         tf_runner.load_entry(script, "irprof_model"), mode_of(script)
     )
     for _ in range(2):
-        tf_runner.run_step(fn, inputs)
-    bare = _median_step_ns(lambda: tf_runner.run_step(fn, inputs), steps)
+        run_step(fn, inputs)
+    bare = _median_step_ns(lambda: run_step(fn, inputs), steps)
     with tempfile.TemporaryDirectory(prefix="bench-tf-") as logdir:
         tf.profiler.experimental.start(logdir)
         try:
-            plain = _median_step_ns(lambda: tf_runner.run_step(fn, inputs), steps)
+            plain = _median_step_ns(lambda: run_step(fn, inputs), steps)
         finally:
             tf.profiler.experimental.stop()
     return bare, plain
@@ -246,7 +254,11 @@ def main(argv: list[str]) -> int:
                 if args.models not in script.stem:
                     continue
                 started = time.perf_counter()
-                rounds = measure(framework, script, args.steps, args.rounds, Path(work))
+                try:
+                    rounds = measure(framework, script, args.steps, args.rounds, Path(work))
+                except (IrprofError, SystemExit) as error:  # one broken model: say so, go on
+                    print(f"{framework:5} {script.name:40} FAILED: {error}", flush=True)
+                    continue
                 row = summary_row(framework, script, rounds)
                 rows.append(row)
                 low, high = row["ratio_range"]
@@ -259,6 +271,7 @@ def main(argv: list[str]) -> int:
                     flush=True,
                 )
     print()
+    print(f"load average at the end: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print(markdown(rows))
     return 0
 
