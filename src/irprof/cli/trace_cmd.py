@@ -155,6 +155,12 @@ def convert(
     cluster = ClusterOptions(scheduler, workers)
     cluster.check()
     rank_files = rank_trace_files(trace_path) if trace_path.is_dir() else []
+    if output.suffix and output.suffix not in OUTPUT_SUFFIXES and not output.is_dir():
+        # `x.csv` is a typo for a format more often than the name of a dataset folder.
+        raise UsageError(
+            f"-o {output}: unknown output format {output.suffix!r}; write .json or .parquet, "
+            "or name a folder (no suffix) for a rank dataset"
+        )
     if rank_files or output.suffix not in OUTPUT_SUFFIXES:
         # One trace into a dataset folder is rank 0 unless its metadata or name says otherwise.
         sources = rank_files or [trace_path]
