@@ -44,6 +44,7 @@ MODES = ("infer", "train")
 DEFAULT_LEARNING_RATE = 0.01
 STEP_MARKER = "irprof_step"
 OPTIMIZER_SCOPE = "sgd"
+SETTLE_S = 0.5  # unprofiled steps before the overhead is timed (on top of --warmup)
 
 
 class EntryError(Exception):
@@ -166,8 +167,12 @@ def run_steps(
     """Warm up, time the bare and plain-profiler steps, then irprof's session into `logdir`;
     returns the overhead record."""
     _timed_steps(compiled, spec, warmup)
-    # Baselines on both sides of the profiled steps, each median over both runs: later
-    # sessions and steps of a process run slower than its first ones on this machine.
+    # Unprofiled steps for half a second more: step times keep falling over a process's first
+    # hundreds of steps, which would favour whichever condition runs later.
+    deadline = time.perf_counter() + SETTLE_S
+    while time.perf_counter() < deadline:
+        _timed_steps(compiled, spec, 1)
+    # Baselines on both sides of the profiled steps, each the median over both runs.
     bare, _ = _timed_steps(compiled, spec, steps)
     plain = _plain_profiler_steps(compiled, spec, steps)
     with jax.profiler.trace(str(logdir), create_perfetto_trace=True):

@@ -20,7 +20,8 @@ after the warm-up, the same number of steps runs with no profiler, under
 `tf.profiler.experimental.start(logdir)` at its defaults, in the timed window, under the profiler
 again and with no profiler again (each baseline's median over both of its runs, so the order the
 conditions ran in does not favour one); each run starts with one untimed step, so a session's
-start-up is not a step.
+start-up is not a step. Before all of them the steps run unprofiled for half a second more than
+`--warmup`: step times kept falling over a process's first hundreds of steps here.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import statistics
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -48,6 +50,7 @@ WINDOW_START_TIMEOUT_S = 30.0
 # run in a short untimed reference window instead.
 TIMED_LEVELS = requested_tracer_options(host_level=2, python_level=0)
 REFERENCE_STEPS = 3  # the correlator takes the median one
+SETTLE_S = 0.5  # unprofiled steps before the overhead is timed (on top of --warmup)
 ORDER = "no profiler, profiler, irprof, profiler, no profiler (each baseline median over both)"
 
 
@@ -65,6 +68,14 @@ def run_step(fn: Any, inputs: tuple[Any, ...]) -> None:
     for tensor in tf.nest.flatten(outputs):
         if hasattr(tensor, "numpy"):
             tensor.numpy()
+
+
+def settle(step: Callable[[], None]) -> None:
+    """Run steps for at least SETTLE_S: a process's first hundreds of steps keep getting
+    faster (thread pools, kernel caches), which would bias whichever condition runs first."""
+    deadline = time.perf_counter() + SETTLE_S
+    while time.perf_counter() < deadline:
+        step()
 
 
 def timed_steps(fn: Any, inputs: tuple[Any, ...], count: int, marker: bool = False) -> list[int]:
@@ -161,12 +172,12 @@ def profile(
     when the requested levels record more than the timed one."""
     for _ in range(spec["warmup"]):
         run_step(fn, inputs)
+    settle(lambda: run_step(fn, inputs))
     started = time.perf_counter()
     run_step(fn, inputs)
     step_s = time.perf_counter() - started
-    # Baselines on both sides of the timed steps: a process's later profiler sessions and
-    # steps run slower than its first ones on this machine, so one side alone would bias the
-    # ratio by the order the conditions ran in.
+    # Baselines on both sides of the timed steps, each the median over both runs, so a drift
+    # of the step time during the measurement does not favour the conditions that ran later.
     bare = timed_steps(fn, inputs, spec["steps"])
     plain = plain_profiler_steps(fn, inputs, spec["steps"])
     # The timed window is the framework's profiler itself, at its defaults.
