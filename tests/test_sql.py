@@ -167,14 +167,14 @@ def test_open_dataset_returns_a_duckdb_relation(dataset: Path, tmp_path: Path) -
     assert dict(converted.aggregate("rank, count(*)", "rank").fetchall()) == counts
 
 
-def readme_queries() -> list[str]:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+def documented_queries() -> list[str]:
+    text = (ROOT / "docs" / "traces.md").read_text(encoding="utf-8")
     section = text[text.index("<!-- sql -->") : text.index("<!-- /sql -->")]
     return re.findall(r"```sql\n(.*?)```", section, re.S)
 
 
-@pytest.mark.parametrize("query", readme_queries(), ids=lambda query: query.split(".")[0][3:])
-def test_readme_queries_run_on_real_fixtures(
+@pytest.mark.parametrize("query", documented_queries(), ids=lambda query: query.split(".")[0][3:])
+def test_documented_queries_run_on_real_fixtures(
     query: str, dataset: Path, annotated_run: Path
 ) -> None:
     # GIVEN each documented query, on the source it is meant for (a bundle for ops, a trace
@@ -192,8 +192,8 @@ def test_readme_queries_run_on_real_fixtures(
     assert all(value is not None for value in result.rows[0][:2])
 
 
-def test_readme_documents_ten_queries() -> None:
-    queries = readme_queries()
+def test_docs_document_ten_queries() -> None:
+    queries = documented_queries()
     assert len(queries) >= 10
     assert [int(query.split(".")[0].removeprefix("-- ")) for query in queries] == list(
         range(1, len(queries) + 1)
