@@ -293,13 +293,18 @@ def shaped_flops(
             block = holder.regions[0].blocks.append(
                 *[_typed(s, v.type) for s, v in zip(operand_shapes, op.operands, strict=True)]
             )
-            copy = ir.Operation.create(
-                op.name,
-                results=[_typed(s, r.type) for s, r in zip(result_shapes, op.results, strict=True)],
-                operands=list(block.arguments),
-                attributes=attributes,
-                ip=ir.InsertionPoint(block),
-            )
+            try:
+                copy = ir.Operation.create(
+                    op.name,
+                    results=[
+                        _typed(s, r.type) for s, r in zip(result_shapes, op.results, strict=True)
+                    ],
+                    operands=list(block.arguments),
+                    attributes=attributes,
+                    ip=ir.InsertionPoint(block),
+                )
+            except (ValueError, ir.MLIRError):
+                return None  # an op that cannot stand alone (regions, successors): even split
             estimate = op_cost(copy).flops
             if estimate is None:
                 return None
