@@ -47,7 +47,9 @@ def test_phases_add_up_to_the_profiled_time(result: CorrelationResult) -> None:
     training = result.opprofile.totals["training"]
     phases = training["phases_ns"]
     assert phases["forward"] > 0 and phases["backward"] > 0 and phases["optimizer"] > 0
-    assert training["phases_profiled_ns"] == {k: v for k, v in phases.items() if k != "unattributed"}
+    assert training["phases_profiled_ns"] == {
+        k: v for k, v in phases.items() if k != "unattributed"
+    }
     assert sum(phases.values()) == result.coverage.profiled_ns
     assert result.coverage.extra["training"]["phases_ns"] == phases
     assert result.coverage.time_coverage >= 0.98

@@ -39,7 +39,9 @@ def test_phases_add_up_and_every_gradient_op_is_linked(level: str) -> None:
     training = result.opprofile.totals["training"]
     phases = training["phases_ns"]
     assert phases["forward"] > 0 and phases["backward"] > 0 and phases["optimizer"] > 0
-    assert training["phases_profiled_ns"] == {k: v for k, v in phases.items() if k != "unattributed"}
+    assert training["phases_profiled_ns"] == {
+        k: v for k, v in phases.items() if k != "unattributed"
+    }
     assert sum(phases.values()) == result.coverage.profiled_ns
     assert result.coverage.extra["training"]["phases_ns"] == phases
     assert training["backward_ops"] == training["backward_ops_linked"] >= 14
