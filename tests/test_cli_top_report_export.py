@@ -89,9 +89,7 @@ def test_export_perfetto_adds_ir_ops_and_level_tracks(
     jax_bundle: RunBundle, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     output = tmp_path / "trace.json"
-    code, _, err = run(
-        capsys, "export", str(jax_bundle.root), "--to", "chrome", "-o", str(output)
-    )
+    code, _, err = run(capsys, "export", str(jax_bundle.root), "--to", "chrome", "-o", str(output))
     assert code == 0, err
     events = json.loads(output.read_text())["traceEvents"]
     names = {e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "thread_name"}
