@@ -6,6 +6,7 @@ import importlib.util
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -43,13 +44,28 @@ def test_zoo_model_is_attributed_at_every_level(model: str, tmp_path: Path) -> N
         assert coverage.attributed_ns + listed == coverage.profiled_ns, row.level
         assert all(event.reason for event in coverage.unmatched_events)
         bucket = bucket_ns(coverage.extra.get("training"))
-        model_ns = coverage.profiled_ns - bucket
+        # TF's argument copy-in / result copy-out have no op (listed with that reason above);
+        # their share of a tiny step swings with machine load, so the floor is over the rest.
+        model_ns = coverage.profiled_ns - bucket - plumbing_ns(coverage)
         assert model_ns > 0
+        assert coverage.attributed_ns / coverage.profiled_ns >= 0.9, (row.level, coverage)
         assert coverage.attributed_ns / model_ns >= TIME_FLOOR[model.split("_")[0]], (
             row.level,
             coverage,
         )
         assert row.nontrivial_coverage >= NONTRIVIAL_FLOOR, (row.level, coverage.unmatched_ops)
+
+
+PLUMBING_REASONS = ("function argument copy-in", "function result copy-out")
+
+
+def plumbing_ns(coverage: Any) -> int:
+    """Listed time of TF's function-argument and result copies (no IR op does them)."""
+    return sum(
+        event.total_ns
+        for event in coverage.unmatched_events
+        if event.reason.startswith(PLUMBING_REASONS)
+    )
 
 
 def bucket_ns(training: object) -> int:
