@@ -12,6 +12,7 @@ from pathlib import Path
 
 from irprof.coverage import Coverage, load_coverages, save_coverages
 from irprof.mlir.context import make_context
+from irprof.mlir.keys import parse_origin
 from irprof.mlir.load import load_module
 from irprof.mlir.module_coverage import coverage_for
 from irprof.mlir.op_index import derive_op_keys
@@ -130,3 +131,32 @@ def test_a_steps_line_on_the_host_plane_is_not_a_step(tmp_path: Path) -> None:
     path.write_bytes(space.SerializeToString())
     trace = read_trace(path)
     assert EventKind(int(trace.kind[0])) == EventKind.RUNTIME
+
+
+def test_end_args_merge_into_a_begin_without_args(tmp_path: Path) -> None:
+    events = [
+        {"ph": "B", "name": "op", "pid": 1, "tid": 1, "ts": 0},
+        {"ph": "E", "pid": 1, "tid": 1, "ts": 2, "args": {"e": 2}},
+    ]
+    trace = read_trace(_chrome(tmp_path, events))
+    assert trace.args(0) == {"e": 2}
+
+
+def test_an_xprof_long_name_must_end_with_the_event_type_to_be_a_tf_op(tmp_path: Path) -> None:
+    # xprof's trace_viewer names a TF op event by its type; `long_name` is "node:type"
+    events = [
+        {"ph": "X", "name": "MatMul", "pid": 1, "tid": 1, "ts": 0, "dur": 2,
+         "args": {"long_name": "dense/MatMul:MatMul"}},
+        {"ph": "X", "name": "Relu", "pid": 1, "tid": 1, "ts": 3, "dur": 2,
+         "args": {"long_name": "dense/MatMul:MatMul"}},
+    ]  # fmt: skip
+    trace = read_trace(_chrome(tmp_path, events))
+    kinds = {trace.name_of(row): EventKind(int(trace.kind[row])) for row in range(len(trace))}
+    assert kinds["MatMul"] == EventKind.FRAMEWORK_OP
+    assert kinds["Relu"] != EventKind.FRAMEWORK_OP  # its long_name names another op
+
+
+def test_an_origin_stamp_needs_a_level_and_an_index() -> None:
+    assert parse_origin("torch#12") == ("torch", 12)
+    assert parse_origin("#3") is None and parse_origin("torch#") is None
+    assert parse_origin("torch") is None and parse_origin("torch#x") is None
