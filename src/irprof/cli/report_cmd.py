@@ -12,6 +12,7 @@ from rich.console import Console
 from irprof.analyses.machine_peaks import resolve_peaks
 from irprof.api import open_run
 from irprof.api import report as write_report
+from irprof.cli.peak_options import PeakGbpsOption, PeakGflopsOption, PeaksOption
 from irprof.run_annotate import bundle_framework
 
 
@@ -27,18 +28,9 @@ def report(
         Path | None,
         typer.Option("--against", metavar="RUN_A", help="Add a diff tab: RUN_A -> RUN."),
     ] = None,
-    peaks: Annotated[
-        Path | None,
-        typer.Option(
-            "--peaks", help="Cache of this machine's measured peaks (~/.cache/irprof/peaks.json)."
-        ),
-    ] = None,
-    peak_gflops: Annotated[
-        float | None, typer.Option("--peak-gflops", help="Compute roof (with --peak-gbps).")
-    ] = None,
-    peak_gbps: Annotated[
-        float | None, typer.Option("--peak-gbps", help="Memory roof (with --peak-gflops).")
-    ] = None,
+    peaks: PeaksOption = None,
+    peak_gflops: PeakGflopsOption = None,
+    peak_gbps: PeakGbpsOption = None,
     no_peaks: Annotated[
         bool, typer.Option("--no-peaks", help="Roofline without roofs: measure nothing.")
     ] = False,

@@ -13,6 +13,7 @@ from irprof.analyses.hotspots import GROUP_BYS, hotspots
 from irprof.analyses.machine_peaks import resolve_peaks
 from irprof.analyses.roofline import roofline as build_roofline
 from irprof.bundle import RunBundle
+from irprof.cli.peak_options import PeakGbpsOption, PeakGflopsOption, PeaksOption
 from irprof.errors import UsageError
 from irprof.fileio import write_bytes_atomic
 from irprof.renderers.coverage_table import capture_overhead_text
@@ -41,19 +42,9 @@ def top(
             help="Add FLOP/B, achieved GFLOP/s and GB/s, fraction of the roof and the bound.",
         ),
     ] = False,
-    peaks: Annotated[
-        Path | None,
-        typer.Option(
-            "--peaks", help="Cache of this machine's measured peaks (~/.cache/irprof/peaks.json)."
-        ),
-    ] = None,
-    peak_gflops: Annotated[
-        float | None,
-        typer.Option("--peak-gflops", help="Compute roof (with --peak-gbps)."),
-    ] = None,
-    peak_gbps: Annotated[
-        float | None, typer.Option("--peak-gbps", help="Memory roof (with --peak-gflops).")
-    ] = None,
+    peaks: PeaksOption = None,
+    peak_gflops: PeakGflopsOption = None,
+    peak_gbps: PeakGbpsOption = None,
     svg: Annotated[
         Path | None, typer.Option("--svg", help="With --roofline: also write the plot as SVG.")
     ] = None,
