@@ -48,8 +48,8 @@ pytestmark = [
 ]
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
+@pytest.fixture(scope="module", name="browser")
+def fixture_browser() -> Iterator[Any]:
     with playwright_api.sync_playwright() as driver:
         instance = driver.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         yield instance
@@ -59,6 +59,11 @@ def browser() -> Iterator[Any]:
 def open_report(browser: Any, bundle: RunBundle) -> tuple[Any, list[str]]:
     """Write the bundle's report and open it from disk; collects console errors and dialogs."""
     write_bytes_atomic(bundle.report_path, RENDERER.render(build_report_data(bundle)))
+    return open_page(browser, bundle.report_path)
+
+
+def open_page(browser: Any, path: Path) -> tuple[Any, list[str]]:
+    """Open a written report; console errors, dialogs and any non-file request are problems."""
     page = browser.new_page(viewport={"width": 1400, "height": 900})
     problems: list[str] = []
     page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
@@ -73,7 +78,7 @@ def open_report(browser: Any, bundle: RunBundle) -> tuple[Any, list[str]]:
         "request",
         lambda r: None if r.url.startswith(("file:", "data:")) else problems.append(r.url),
     )
-    page.goto(bundle.report_path.resolve().as_uri())
+    page.goto(path.resolve().as_uri())
     page.wait_for_selector("nav button")
     return page, problems
 

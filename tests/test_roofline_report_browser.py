@@ -4,7 +4,6 @@ diff against another run (`irprof report RUN --against RUN_A`)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +14,12 @@ from test_analyses_support import (  # noqa: F401  (fixtures are found by their 
     fixture_jax_bundle,
     fixture_tf_bundle,
 )
-from test_report_browser import CHROMIUM, CHROMIUM_ARGS, shoot
+from test_report_browser import (  # noqa: F401  (the browser fixture, by its name)
+    CHROMIUM,
+    fixture_browser,
+    open_page,
+    shoot,
+)
 
 from irprof.analyses.machine_peaks import given_peaks
 from irprof.analyses.report_data import build_report_data
@@ -24,33 +28,10 @@ from irprof.cli.main import main
 from irprof.fileio import write_bytes_atomic
 from irprof.renderers.report_html import RENDERER
 
-playwright_api = pytest.importorskip("playwright.sync_api")
 pytestmark = [
     pytest.mark.browser,
     pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="needs Debian's chromium"),
 ]
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with playwright_api.sync_playwright() as driver:
-        instance = driver.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield instance
-        instance.close()
-
-
-def open_page(browser: Any, path: Path) -> tuple[Any, list[str]]:
-    page = browser.new_page(viewport={"width": 1400, "height": 900})
-    problems: list[str] = []
-    page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: problems.append(str(e)))
-    page.on(
-        "request",
-        lambda r: None if r.url.startswith(("file:", "data:")) else problems.append(r.url),
-    )
-    page.goto(path.resolve().as_uri())
-    page.wait_for_selector("nav button")
-    return page, problems
 
 
 def test_summary_scopes_and_roofline_tabs(browser: Any, jax_bundle: RunBundle) -> None:
