@@ -26,10 +26,11 @@ import dataclasses
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Protocol
 
 from irprof.bundle import RunBundle
 from irprof.capture.iree import IreeCaptureOptions, write_iree_bundle
-from irprof.capture.subprocess_run import model_label
+from irprof.capture.subprocess_run import model_label, staged_bundle
 from irprof.errors import UsageError
 
 IREE_BUNDLE = "iree"
@@ -144,3 +145,41 @@ def capture_with_backend(
     bundle.write_manifest(
         dataclasses.replace(manifest, options={**manifest.options, "iree_bundle": IREE_BUNDLE})
     )
+
+
+class BackendCaptureOptions(Protocol):
+    """What `capture_staged` reads of a framework capture's options."""
+
+    @property
+    def backend(self) -> str: ...
+    @property
+    def steps(self) -> int: ...
+    @property
+    def warmup(self) -> int: ...
+    @property
+    def timeout_s(self) -> float: ...
+    @property
+    def entry(self) -> str: ...
+
+
+def capture_staged(
+    plan: BackendPlan,
+    options: BackendCaptureOptions,
+    run_framework: Callable[[Path, int, int], None],
+    *,
+    script: Path,
+    out: Path,
+) -> RunBundle:
+    """Capture into a staging directory for `options.backend` and move it to `out` on success."""
+    with staged_bundle(out) as staging:
+        capture_with_backend(
+            plan,
+            options.backend,
+            staging,
+            run_framework,
+            iree_options(options.steps, options.warmup, options.timeout_s),
+            script=script,
+            out=out,
+            entry=options.entry,
+        )
+    return RunBundle(out)

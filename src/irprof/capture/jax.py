@@ -23,12 +23,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from irprof.bundle import RunBundle
-from irprof.capture.iree_backend import BackendPlan, capture_with_backend, iree_options
+from irprof.capture.iree_backend import BackendPlan, capture_staged
 from irprof.capture.subprocess_run import (
     check_capture_arguments,
     model_label,
     run_runner,
-    staged_bundle,
 )
 from irprof.errors import UsageError
 
@@ -84,15 +83,4 @@ def capture_jax(
         ]
         run_runner(command, script=script_path, framework="JAX", timeout_s=options.timeout_s)
 
-    with staged_bundle(out_path) as staging:
-        capture_with_backend(
-            IREE_PLAN,
-            options.backend,
-            staging,
-            run_framework,
-            iree_options(options.steps, options.warmup, options.timeout_s),
-            script=script_path,
-            out=out_path,
-            entry=options.entry,
-        )
-    return RunBundle(out_path)
+    return capture_staged(IREE_PLAN, options, run_framework, script=script_path, out=out_path)

@@ -32,12 +32,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from irprof.bundle import RunBundle
-from irprof.capture.iree_backend import BackendPlan, capture_with_backend, iree_options
+from irprof.capture.iree_backend import BackendPlan, capture_staged
 from irprof.capture.subprocess_run import (
     check_capture_arguments,
     model_label,
     run_runner,
-    staged_bundle,
 )
 from irprof.errors import CaptureError, IrprofError, UsageError
 
@@ -80,18 +79,7 @@ def capture_torch(
         run_runner(command, script=script_path, framework="torch", timeout_s=options.timeout_s)
         check_reference_trace(folder, out_path)
 
-    with staged_bundle(out_path) as staging:
-        capture_with_backend(
-            IREE_PLAN,
-            options.backend,
-            staging,
-            run_framework,
-            iree_options(options.steps, options.warmup, options.timeout_s),
-            script=script_path,
-            out=out_path,
-            entry=options.entry,
-        )
-    return RunBundle(out_path)
+    return capture_staged(IREE_PLAN, options, run_framework, script=script_path, out=out_path)
 
 
 def check_reference_trace(folder: Path, out: Path) -> None:
