@@ -48,13 +48,11 @@ from irprof.readers.chrome_columns import (
     args_blob,
     classify,
     compact_table,
-    dense_unique,
     intern,
     last_metadata_rows,
     metadata_names,
     numeric_id,
     numeric_order,
-    time_order,
     tracks_table,
 )
 from irprof.readers.chrome_decode import (
@@ -69,6 +67,7 @@ from irprof.readers.chrome_decode import (
 )
 from irprof.readers.chrome_flows import FLOW_END, FLOW_START, FlowPoints, bind_flows
 from irprof.readers.chrome_pairing import merge_args, pair_begin_end
+from irprof.trace.columns import dense_unique, time_order
 from irprof.trace.model import EventKind, Flows, Trace
 
 F64 = npt.NDArray[np.float64]

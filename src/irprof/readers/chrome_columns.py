@@ -120,39 +120,6 @@ class ArgsText(Sequence[bytes]):
         return self.text[int(self.offsets[row]) : int(self.offsets[row + 1])]
 
 
-def time_order(ts: I64, dur: I64) -> I64:
-    """Row order by (start, longest first), ties in file order: `np.lexsort((-dur, ts))`.
-
-    A stable argsort of the starts (nearly sorted in a trace, so it runs in close to one pass)
-    with only the rows of tied starts re-sorted by duration: ~100x faster than the lexsort.
-    """
-    order = np.argsort(ts, kind="stable")
-    same = ts[order[1:]] == ts[order[:-1]]
-    if not same.any():
-        return order
-    tied = np.zeros(len(order), dtype=np.bool_)
-    tied[1:] |= same
-    tied[:-1] |= same
-    positions = np.nonzero(tied)[0]
-    starts_group = np.ones(len(order), dtype=np.bool_)
-    starts_group[1:] = ~same
-    group = np.cumsum(starts_group)[positions]
-    members = order[positions]
-    order[positions] = members[np.lexsort((-dur[members], group))]
-    return order
-
-
-def dense_unique(keys: I64) -> tuple[I64, I64]:
-    """`np.unique(keys, return_inverse=True)`, by a presence table when the keys are small."""
-    if len(keys) and int(keys.min()) >= 0 and int(keys.max()) < 4 * len(keys) + 1024:
-        present = np.zeros(int(keys.max()) + 1, dtype=np.bool_)
-        present[keys] = True
-        remap = np.cumsum(present, dtype=np.int64) - 1
-        return np.nonzero(present)[0].astype(np.int64), remap[keys]
-    unique, inverse = np.unique(keys, return_inverse=True)
-    return unique.astype(np.int64), inverse.astype(np.int64).reshape(-1)
-
-
 def compact_table(ids: I64, table: list[Any]) -> tuple[I64, list[Any]]:
     """Drop table entries no id uses (names of metadata and flow events), keeping order."""
     used = np.zeros(len(table), dtype=bool)

@@ -58,7 +58,6 @@ from irprof.readers.chrome_columns import (
     last_metadata_rows,
     metadata_names,
     numeric_order,
-    time_order,
     tracks_table,
 )
 from irprof.readers.chrome_decode import FLOAT_EXACT_LIMIT_US, EventText, us_to_ns
@@ -68,6 +67,7 @@ from irprof.readers.chrome_stream_end import StreamEnd
 from irprof.readers.chrome_stream_flows import FlowStore, flow_points
 from irprof.readers.chrome_stream_merge import write_run
 from irprof.readers.chrome_stream_text import EventStream
+from irprof.trace.columns import time_order
 from irprof.trace.io import args_array
 from irprof.trace.model import EventKind
 

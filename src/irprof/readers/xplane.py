@@ -34,14 +34,17 @@ in its "Hlo Proto" stat; they are kept undecoded as `Trace.hlo_programs`.
 from __future__ import annotations
 
 import base64
+import itertools
+import operator
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import msgspec
 import numpy as np
+import numpy.typing as npt
 from google.protobuf import json_format
 from google.protobuf.message import DecodeError
 
@@ -50,6 +53,7 @@ from irprof.readers import SNIFF_BYTES
 from irprof.readers.xplane_proto.profile_options_pb2 import ProfileOptions
 from irprof.readers.xplane_proto.xplane_pb2 import XEventMetadata, XPlane, XSpace, XStat
 from irprof.trace.builder import TraceBuilder
+from irprof.trace.columns import dense_unique, time_order
 from irprof.trace.model import EventKind, HloProgram, Trace
 
 TASK_ENVIRONMENT_PLANE = "Task Environment"
@@ -206,14 +210,45 @@ class _FlowCollector:
                 builder.flow(producer, consumer, int(key[1]) & 0x7FFFFFFFFFFFFFFF)
 
 
+@dataclass
+class _Columns:
+    """Events of every line read so far, as per-line arrays; `args` index `args_table`."""
+
+    ts: list[npt.NDArray[np.int64]] = field(default_factory=list)
+    dur: list[npt.NDArray[np.int64]] = field(default_factory=list)
+    track: list[npt.NDArray[np.int32]] = field(default_factory=list)
+    name: list[npt.NDArray[np.int64]] = field(default_factory=list)
+    kind: list[npt.NDArray[np.int8]] = field(default_factory=list)
+    args: list[npt.NDArray[np.int64]] = field(default_factory=list)
+    args_table: list[bytes] = field(default_factory=lambda: [b""])
+    rows: int = 0
+    notes: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
+
+    def emit(self, builder: TraceBuilder) -> None:
+        """Append every event to `builder` ordered by (ts, -dur) and note flows at their rows."""
+        if not self.ts:
+            return
+        ts, dur = np.concatenate(self.ts), np.concatenate(self.dur)
+        order = time_order(ts, dur)
+        args = np.concatenate(self.args)[order]
+        table_lengths = np.fromiter(map(len, self.args_table), np.int64, len(self.args_table))
+        first = builder.extend(
+            ts[order],
+            dur[order],
+            np.concatenate(self.track)[order],
+            np.concatenate(self.name)[order],
+            np.concatenate(self.kind)[order],
+            (table_lengths[args], b"".join(map(self.args_table.__getitem__, args.tolist()))),
+        )
+        row_of = np.empty(len(order), dtype=np.int64)
+        row_of[order] = np.arange(first, first + len(order))
+        self.notes = [(int(row_of[position]), args) for position, args in self.notes]
+
+
 def _read_plane(
-    path: Path,
-    builder: TraceBuilder,
-    flows: _FlowCollector,
-    plane_index: int,
-    plane: XPlane,
+    path: Path, columns: _Columns, builder: TraceBuilder, plane_index: int, plane: XPlane,
     start_time_ns: int,
-) -> None:
+) -> None:  # fmt: skip
     """Every line of a plane, as columns: only events with stats of their own (or flow stats in
     their metadata) are looked at one by one; the rest share what their metadata says."""
     if not plane.lines:
@@ -228,19 +263,22 @@ def _read_plane(
             builder.track(plane_index, line.id, plane_name, line.display_name or line.name)
             continue
         _read_line(
-            path, builder, flows, (plane_index, line_number), plane, line, start_time_ns,
+            path, columns, builder, (plane_index, line_number), plane, line, start_time_ns,
             (stat_names, infos, missing, flow_metadata),
         )  # fmt: skip
 
 
 _FLOW_STATS = frozenset(PRODUCER_STATS + CONSUMER_STATS)
 _LineContext = tuple[dict[int, str], dict[int, _MetadataInfo], _MetadataInfo, set[int]]
+# One C-level pass per field group over a line's events (each access builds a wrapper object).
+_EVENT_FIELDS = operator.attrgetter("metadata_id", "offset_ps", "duration_ps")
+_EVENT_STATS = operator.attrgetter("stats")
 
 
 def _read_line(
     path: Path,
+    columns: _Columns,
     builder: TraceBuilder,
-    flows: _FlowCollector,
     place: tuple[int, int],
     plane: XPlane,
     line: Any,
@@ -254,13 +292,13 @@ def _read_line(
     base_ns = line.timestamp_ns
     if start_time_ns and base_ns < start_time_ns // 2:
         base_ns += start_time_ns
-    # One pass over the protobuf events (each access builds a wrapper object), then numpy.
-    fields = [
-        (event.metadata_id, event.offset_ps, event.duration_ps, len(event.stats))
-        for event in line.events
-    ]
-    columns = np.array(fields, dtype=np.int64).reshape(-1, 4)
-    metadata_ids, offset_ps, duration_ps = columns[:, 0], columns[:, 1], columns[:, 2]
+    events = line.events
+    count = len(events)
+    fields = np.fromiter(
+        itertools.chain.from_iterable(map(_EVENT_FIELDS, events)), np.int64, count=3 * count
+    ).reshape(count, 3)
+    stat_counts = np.fromiter(map(len, map(_EVENT_STATS, events)), np.int64, count=count)
+    metadata_ids, offset_ps, duration_ps = fields[:, 0], fields[:, 1], fields[:, 2]
     last_end_ps = int(offset_ps.max()) + int(duration_ps.max())
     if abs(base_ns) + last_end_ps // 1000 + 1 >= 2**62 or int(duration_ps.min()) < 0:
         raise TraceFormatError(
@@ -270,11 +308,12 @@ def _read_line(
         )
     ts = base_ns + (offset_ps + 500) // 1000
     dur = base_ns + (offset_ps + duration_ps + 500) // 1000 - ts
-    unique_ids, inverse = np.unique(metadata_ids, return_inverse=True)
+    unique_ids, inverse = dense_unique(metadata_ids)
     kind_of: list[int] = []
     zero_kind_of: list[int] = []
     name_of: list[int] = []
-    args_of: list[bytes] = []
+    args_of: list[int] = []
+    table = columns.args_table
     for metadata_id in unique_ids.tolist():
         info = infos.get(metadata_id, missing)
         for duration, out in ((1, kind_of), (0, zero_kind_of)):
@@ -284,18 +323,16 @@ def _read_line(
                 )
             )
         name_of.append(builder.intern(info.name))  # only names some event uses
-        args_of.append(info.args_json)
-    inverse = inverse.reshape(-1)
+        args_of.append(len(table) if info.args_json else 0)
+        if info.args_json:
+            table.append(info.args_json)
     kinds = np.where(
         dur == 0, np.array(zero_kind_of, np.int8)[inverse], np.array(kind_of, np.int8)[inverse]
     ).astype(np.int8)
-    names = np.array(name_of, dtype=np.int64)[inverse]
-    args = [args_of[position] for position in inverse.tolist()]
-    events = line.events
-    special = columns[:, 3] > 0
+    args = np.array(args_of, dtype=np.int64)[inverse]
+    special = stat_counts > 0
     if flow_metadata:
         special |= np.isin(metadata_ids, list(flow_metadata))
-    notes: list[tuple[int, dict[str, Any]]] = []
     for position in np.nonzero(special)[0].tolist():
         event = events[position]
         info = infos.get(event.metadata_id, missing)
@@ -306,11 +343,17 @@ def _read_line(
         kinds[position] = classify_event(
             plane_name, line_name, info.name, info.display_name, event_args, int(dur[position])
         )
-        args[position] = _encode(event_args) if event_args else b""
-        notes.append((position, event_args))
-    first = builder.extend(ts, dur, track, names, kinds, args)
-    for position, event_args in notes:
-        flows.note(first + position, event_args)
+        args[position] = len(table) if event_args else 0
+        if event_args:
+            table.append(_encode(event_args))
+        columns.notes.append((columns.rows + position, event_args))
+    columns.ts.append(ts)
+    columns.dur.append(dur)
+    columns.track.append(np.full(count, track, dtype=np.int32))
+    columns.name.append(np.array(name_of, dtype=np.int64)[inverse])
+    columns.kind.append(kinds)
+    columns.args.append(args)
+    columns.rows += count
 
 
 def read_xplane(path: Path, data: bytes) -> Trace:
@@ -322,7 +365,7 @@ def read_xplane(path: Path, data: bytes) -> Trace:
         if plane.name == TASK_ENVIRONMENT_PLANE:
             environment.update(_task_environment(path, plane))
     start_time_ns = int(environment.get("profile_start_time", 0) or 0)
-    flows = _FlowCollector()
+    columns = _Columns()
     plane_stats: dict[str, dict[str, StatValue]] = {}
     for plane_index, plane in enumerate(space.planes):
         if plane.name == TASK_ENVIRONMENT_PLANE:
@@ -332,7 +375,11 @@ def read_xplane(path: Path, data: bytes) -> Trace:
             plane_stats[plane.name] = stats_dict(plane.stats, stat_names)
         if plane.name == HOST_METADATA_PLANE:
             builder.hlo_programs.extend(_hlo_programs(plane))
-        _read_plane(path, builder, flows, plane_index, plane, start_time_ns)
+        _read_plane(path, columns, builder, plane_index, plane, start_time_ns)
+    columns.emit(builder)
+    flows = _FlowCollector()
+    for row, event_args in columns.notes:
+        flows.note(row, event_args)
     flows.emit(builder)
     builder.metadata.update(
         {
@@ -350,7 +397,7 @@ def read_xplane(path: Path, data: bytes) -> Trace:
     )
     builder.warnings.extend(f"xspace error: {text}" for text in space.errors)
     builder.warnings.extend(f"xspace warning: {text}" for text in space.warnings)
-    return builder.build()
+    return builder.build(sort=False)
 
 
 def _varint(data: bytes, position: int) -> tuple[int, int] | None:

@@ -9,6 +9,7 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 
+from irprof.trace.columns import time_order
 from irprof.trace.model import EventKind, Flows, HloProgram, Trace, Tracks
 
 _encode = msgspec.json.Encoder().encode
@@ -103,24 +104,26 @@ class TraceBuilder:
         self,
         ts_ns: npt.NDArray[np.int64],
         dur_ns: npt.NDArray[np.int64],
-        track: int,
+        tracks: npt.NDArray[np.int32],
         name_ids: npt.NDArray[np.int64],
         kinds: npt.NDArray[np.int8],
-        args_json: list[bytes],
+        args: tuple[npt.NDArray[np.int64], bytes],
     ) -> int:
-        """Append many events of one track at once (names already interned); returns the first
-        row. `args_json` holds one encoded object per event, b"" for none."""
+        """Append many events at once (names already interned); returns the first row. `args`
+        is (length of each event's encoded object, 0 for none; the objects concatenated)."""
         first = len(self._ts)
+        lengths, blob = args
         self._ts.frombytes(np.ascontiguousarray(ts_ns, dtype=np.int64).tobytes())
         self._dur.frombytes(np.ascontiguousarray(dur_ns, dtype=np.int64).tobytes())
-        self._track.frombytes(np.full(len(ts_ns), track, dtype=np.int32).tobytes())
+        self._track.frombytes(np.ascontiguousarray(tracks, dtype=np.int32).tobytes())
         self._name.frombytes(np.ascontiguousarray(name_ids, dtype=np.int32).tobytes())
         self._kind.frombytes(np.ascontiguousarray(kinds, dtype=np.int8).tobytes())
-        lengths = np.fromiter(map(len, args_json), dtype=np.int64, count=len(args_json))
-        ends = self._arg_size + np.cumsum(lengths)
-        self._arg_ends.frombytes(ends.astype(np.int64).tobytes())
-        self._arg_parts.extend(args_json)
-        self._arg_size = int(ends[-1]) if len(ends) else self._arg_size
+        ends = self._arg_size + np.cumsum(lengths, dtype=np.int64)
+        if len(ends) and int(ends[-1]) != self._arg_size + len(blob):
+            raise ValueError("args lengths do not add up to the args blob")
+        self._arg_ends.frombytes(ends.tobytes())
+        self._arg_parts.append(blob)
+        self._arg_size += len(blob)
         return first
 
     def flow(self, src_row: int, dst_row: int, flow_id: int) -> None:
@@ -157,7 +160,7 @@ class TraceBuilder:
         )
         if not sort or len(trace) < 2:
             return trace
-        order = np.lexsort((-dur, ts))
+        order = time_order(ts, dur)
         if np.array_equal(order, np.arange(len(order))):
             return trace
         return trace.select(order.astype(np.int64))

@@ -1,4 +1,4 @@
-"""Chrome reader's column helpers agree with the numpy calls they replace."""
+"""Trace column helpers agree with the numpy calls they replace."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from irprof.readers.chrome_columns import dense_unique, time_order
+from irprof.trace.columns import dense_unique, time_order
 
 small_ints = st.lists(st.integers(min_value=0, max_value=6), max_size=60)
 
