@@ -332,7 +332,8 @@ def _read_line(
     args = np.array(args_of, dtype=np.int64)[inverse]
     special = stat_counts > 0
     if flow_metadata:
-        special |= np.isin(metadata_ids, list(flow_metadata))
+        flow_of = np.array([key in flow_metadata for key in unique_ids.tolist()], np.bool_)
+        special |= flow_of[inverse]
     for position in np.nonzero(special)[0].tolist():
         event = events[position]
         info = infos.get(event.metadata_id, missing)
