@@ -142,16 +142,47 @@ class _Column:
         return np.frombuffer(self.values, dtype=self.dtype)
 
 
+class _KeyInterner(Interner):
+    """An `Interner` that also lists the values added since `take_new` was last called."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.new: list[Any] = []
+
+    def __missing__(self, value: Any) -> int:
+        self.new.append(value)
+        return super().__missing__(value)
+
+    def take_new(self) -> list[Any]:
+        """The values added since the last call, in first-seen order."""
+        new, self.new = self.new, []
+        return new
+
+
+class _KeyField:
+    """One field of the interned event keys, per event: the key table's column at each key id."""
+
+    def __init__(self, table: array[int], key_ids: _Column, dtype: type[Any]) -> None:
+        self.table, self.key_ids, self.dtype = table, key_ids, dtype
+
+    def array(self) -> Any:
+        """The field's value (an id, or a phase code) of every event added."""
+        table = np.frombuffer(self.table, dtype=np.int64)
+        return table[self.key_ids.array()].astype(self.dtype)
+
+
 class FieldColumns:
     """Accumulates the columns of the fields pass, one decoded chunk of events at a time.
 
-    `interners` (pid, tid, cat, name) are shared by a streaming converter's segments, so that
-    ids stay the same over the whole file; by default each instance has its own.
+    An event's (ph, cat, pid, tid, name) is interned as one key in one C-level pass (a trace has
+    a few thousand distinct keys for millions of events); the per-field ids and phase codes are
+    looked up in the small key table. `interners` (pid, tid, cat, name) are shared by a
+    streaming converter's segments, so that ids stay the same over the whole file; by default
+    each instance has its own. Ids are in first-seen order either way.
     """
 
     def __init__(self, interners: tuple[Interner, Interner, Interner, Interner] | None = None):
         self.rows = 0
-        self.phase = _Column(np.int8)
         self.ts_us, self.dur_us = _Column(np.float64), _Column(np.float64)
         self.pid, self.tid, self.cat, self.name = interners or (
             Interner(),
@@ -159,25 +190,38 @@ class FieldColumns:
             Interner(),
             Interner(),
         )
-        self.pid_ids, self.tid_ids = _Column(np.int64), _Column(np.int64)
-        self.cat_ids, self.name_ids = _Column(np.int64), _Column(np.int64)
+        self._keys = _KeyInterner()
+        self._key_ids = _Column(np.int64)
+        # Per key: phase code, pid, tid, cat and name ids.
+        self._key_table = tuple(array("q") for _ in range(5))
+        self.phase, self.pid_ids, self.tid_ids, self.cat_ids, self.name_ids = (
+            _KeyField(table, self._key_ids, dtype)
+            for table, dtype in zip(self._key_table, (np.int8, *[np.int64] * 4), strict=True)
+        )
         self.args_text = io.BytesIO()  # every event's raw args, back to back in file order
         self.args_length = _Column(np.int64)
         self.flow_rows: list[I64] = []
         self.flow_ids: list[I64 | list[Any]] = []
         self.binds_next: list[npt.NDArray[np.bool_]] = []
 
+    def _add_keys(self, keys: list[tuple[str, str, int | str, int | str, str]]) -> None:
+        phases, pids, tids, cats, names = self._key_table
+        for ph, cat, pid, tid, name in keys:
+            phases.append(_CODES[ph])
+            pids.append(self.pid[pid])
+            tids.append(self.tid[tid])
+            cats.append(self.cat[cat])
+            names.append(self.name[name])
+
     def add(self, events: list[EventFields]) -> None:
         """Take the columns of one chunk (its structs and their input text die afterwards)."""
         count = len(events)
-        phase = np.fromiter(map(_CODES.__getitem__, map(_ph, events)), np.int8, count)
-        self.phase.append(phase)
+        key_ids = self._keys.ids(map(_key, events), count)
+        self._key_ids.append(key_ids)
+        self._add_keys(self._keys.take_new())
+        phase = np.frombuffer(self._key_table[0], dtype=np.int64)[key_ids]
         self.ts_us.append(np.fromiter(map(_ts, events), np.float64, count))
         self.dur_us.append(np.fromiter(map(_dur, events), np.float64, count))
-        self.pid_ids.append(self.pid.ids(map(_pid, events), count))
-        self.tid_ids.append(self.tid.ids(map(_tid, events), count))
-        self.cat_ids.append(self.cat.ids(map(_cat, events), count))
-        self.name_ids.append(self.name.ids(map(_name, events), count))
         # Copied out of the chunk's text, which is freed with the chunk; no object per event.
         raw_args = list(map(_args, events))
         self.args_length.append(np.fromiter(map(len, raw_args), np.int64, count))
@@ -226,8 +270,8 @@ class FieldColumns:
 
 
 _CODES = _PhaseCodes(PHASE_CODES)
-_ph, _cat, _pid, _tid = attrgetter("ph"), attrgetter("cat"), attrgetter("pid"), attrgetter("tid")
-_id, _bp, _name = attrgetter("id"), attrgetter("bp"), attrgetter("name")
+_key = attrgetter("ph", "cat", "pid", "tid", "name")
+_id, _bp = attrgetter("id"), attrgetter("bp")
 _ts, _dur, _args = attrgetter("ts"), attrgetter("dur"), attrgetter("args")
 
 

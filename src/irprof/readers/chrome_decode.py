@@ -31,6 +31,17 @@ from irprof.errors import TraceFormatError
 F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
 WHITESPACE = b" \t\r\n\xef\xbb\xbf"
+_LEADING_WHITESPACE = re.compile(b"[" + re.escape(WHITESPACE) + b"]*")
+
+
+def first_text_byte(data: bytes | memoryview) -> bytes:
+    """The first byte after leading whitespace and a BOM (b"" when none), found without the
+    copy of a whole file that `data.lstrip()` makes."""
+    match = _LEADING_WHITESPACE.match(data)
+    start = match.end() if match else 0
+    return bytes(data[start : start + 1])
+
+
 # Below this many microseconds a float64 `ts` is exact to the nanosecond (ulp < 1e-3 us).
 FLOAT_EXACT_LIMIT_US = float(2**42)
 
@@ -201,7 +212,7 @@ def locate_events(path: Path, data: bytes, *, exact: bool = False) -> EventText:
     Unless `exact`, the array is first looked for without parsing the file (`_locate_by_key`);
     otherwise, or when that fails, a first decode of the whole document finds and validates it.
     """
-    if data.lstrip(WHITESPACE)[:1] == b"[":
+    if first_text_byte(data) == b"[":
         return _locate_array(path, data)
     guessed = None if exact else _locate_by_key(path, data)
     if guessed is not None:
@@ -247,10 +258,12 @@ def _locate_by_key(path: Path, data: bytes) -> EventText | None:
 
 def _locate_array(path: Path, data: bytes) -> EventText:
     """The bare-array form may legally lack its closing bracket (a trace written as it streamed)."""
-    stripped = data.rstrip(WHITESPACE)
-    if stripped.endswith(b"]"):
+    stop = len(data)
+    while stop and data[stop - 1] in WHITESPACE:
+        stop -= 1
+    if data[stop - 1 : stop] == b"]":
         return EventText(path, data, {})
-    return EventText(path, stripped.rstrip(b",") + b"]", {})
+    return EventText(path, data[:stop].rstrip(b",") + b"]", {})
 
 
 def _array_body(view: memoryview) -> tuple[int, int] | None:

@@ -42,6 +42,7 @@ from irprof.readers.chrome_decode import (
     decode_any,
     decode_fields,
     decode_top,
+    first_text_byte,
     locate_events,
     validation_error,
 )
@@ -178,7 +179,7 @@ class EventStream:
     def _locate(self, blocks: _Blocks) -> None:
         """Move to the first event: after `[` of a bare array, or of the object's array."""
         while True:
-            first = self._buffer.lstrip(WHITESPACE)[:1]
+            first = first_text_byte(self._buffer)
             if first or self._eof:
                 break
             self._fill(blocks)
