@@ -1,0 +1,166 @@
+"""Exact behaviour of each location-key helper on hand-built location trees.
+
+The fixture tests in test_mlir_keys.py show the helpers on real IR; these pin every branch
+(origin ids, TF's `node@function` and `"Type:"` names, frame names, fused members, the call
+chain's order) so that a changed condition or a swapped order fails here.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from irprof.mlir.keys import (
+    call_chain,
+    fused_members,
+    innermost_source,
+    is_type_marker,
+    location_keys,
+    origin_name,
+    origins,
+    origins_at_level,
+    parse_origin,
+    primary_name,
+    runtime_names,
+    split_function_suffix,
+)
+from irprof.mlir.locations import CallSiteLoc, FileLineColLoc, FusedLoc, NameLoc, UnknownLoc
+
+MODEL = FileLineColLoc("model.py", 12, 5)
+LIBRARY = FileLineColLoc("torch/nn/linear.py", 125, 16)
+
+
+@pytest.mark.parametrize(
+    ("origin", "parsed"),
+    [
+        ("tf#3", ("tf", 3)),
+        ("linalg#0", ("linalg", 0)),
+        ("tf#03", ("tf", 3)),
+        ("a#b#4", ("a#b", 4)),  # the index is after the last '#'
+        ("#3", None),
+        ("tf#", None),
+        ("tf#x", None),
+        ("tf#-1", None),
+        ("tf", None),
+        ("", None),
+    ],
+)
+def test_parse_origin(origin: str, parsed: tuple[str, int] | None) -> None:
+    assert parse_origin(origin) == parsed
+
+
+def test_origin_name_round_trips_through_parse_origin() -> None:
+    assert origin_name("stablehlo", 41) == "irprof.origin=stablehlo#41"
+    assert parse_origin(origin_name("stablehlo", 41).removeprefix("irprof.origin=")) == (
+        "stablehlo",
+        41,
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "marker"),
+    [("MatMul:", True), (":", True), ("dense/MatMul:", False), ("MatMul", False), ("", False)],
+)
+def test_type_markers_are_unscoped_names_ending_in_a_colon(name: str, marker: bool) -> None:
+    assert is_type_marker(name) is marker
+
+
+@pytest.mark.parametrize(
+    ("name", "split"),
+    [
+        ("Relu@__inference_f_12", ("Relu", "__inference_f_12")),
+        ("dense/MatMul@fn", ("dense/MatMul", "fn")),
+        ("a@b@fn", ("a@b", "fn")),
+        ("node@scope/fn", ("node@scope/fn", None)),  # a '/' after '@' is not a function
+        ("@fn", ("@fn", None)),
+        ("node@", ("node@", None)),
+        ("node", ("node", None)),
+    ],
+)
+def test_split_function_suffix(name: str, split: tuple[str, str | None]) -> None:
+    assert split_function_suffix(name) == split
+
+
+def test_a_lone_frame_name_is_the_runtime_name() -> None:
+    assert runtime_names(NameLoc("mlp", MODEL)) == ("mlp",)
+    assert primary_name(NameLoc("mlp", MODEL)) == "mlp"
+
+
+def test_op_names_win_over_frame_names_and_repeat_once() -> None:
+    loc = NameLoc("jit(f)/dot", NameLoc("jit(f)/dot", NameLoc("mlp", MODEL)))
+    assert runtime_names(loc) == ("jit(f)/dot",)
+    frames_only = CallSiteLoc(NameLoc("inner", MODEL), NameLoc("outer", LIBRARY))
+    assert runtime_names(frames_only) == ("inner", "outer")
+
+
+def test_origin_stamps_and_type_markers_are_not_names() -> None:
+    loc = NameLoc(origin_name("tf", 1), FusedLoc((NameLoc("MatMul:"), NameLoc("dense/MatMul"))))
+    assert runtime_names(loc) == ("dense/MatMul",)
+    assert runtime_names(NameLoc("MatMul:", UnknownLoc())) == ()
+    assert primary_name(UnknownLoc()) is None
+
+
+def test_an_inlined_primitive_takes_its_callers_scoped_name_first() -> None:
+    caller = NameLoc("jit(f)/relu", NameLoc("f", MODEL))  # an op name around a frame name
+    inlined = CallSiteLoc(NameLoc("max"), caller)
+    assert runtime_names(inlined) == ("jit(f)/relu", "max")
+    # A callee with its own scoped name keeps it first.
+    scoped = CallSiteLoc(NameLoc("jit(f)/max"), caller)
+    assert runtime_names(scoped) == ("jit(f)/max", "jit(f)/relu")
+    # A caller with frame names only does not take over.
+    framed = CallSiteLoc(NameLoc("max"), NameLoc("caller", MODEL))
+    assert runtime_names(framed) == ("max",)
+
+
+def test_call_chain_runs_callee_first_through_names_and_fused_locations() -> None:
+    loc = NameLoc("op", CallSiteLoc(LIBRARY, CallSiteLoc(MODEL, FileLineColLoc("main.py", 3, 1))))
+    assert [frame.file for frame in call_chain(loc)] == [
+        "torch/nn/linear.py",
+        "model.py",
+        "main.py",
+    ]
+    assert innermost_source(loc) == "torch/nn/linear.py:125:16"
+    fused = FusedLoc((NameLoc("Type:"), NameLoc("x", MODEL), LIBRARY))
+    assert call_chain(fused) == (MODEL,)  # the first member with a chain only
+    assert call_chain(NameLoc("n")) == ()
+    assert innermost_source(NameLoc("n")) is None
+
+
+def test_fused_members_are_found_through_names_only() -> None:
+    members = (NameLoc("Type:"), NameLoc("node"))
+    assert fused_members(FusedLoc(members)) == members
+    assert fused_members(NameLoc("a", NameLoc("b", FusedLoc(members)))) == members
+    named = NameLoc("a", MODEL)
+    assert fused_members(named) == (named,)
+    call = CallSiteLoc(FusedLoc(members), MODEL)
+    assert fused_members(call) == (call,)
+
+
+def test_origins_dedupe_and_filter_by_level() -> None:
+    loc = NameLoc(
+        origin_name("flow", 2),
+        FusedLoc(
+            (
+                NameLoc(origin_name("shlo", 3)),
+                NameLoc(origin_name("shlo", 3)),
+                NameLoc(origin_name("shlo", 4)),
+            )
+        ),
+    )
+    assert origins(loc) == ("flow#2", "shlo#3", "shlo#4")
+    assert origins_at_level(loc, "shlo") == ("shlo#3", "shlo#4")
+    assert origins_at_level(loc, "flow") == ("flow#2",)
+    assert origins_at_level(loc, "sh") == ()
+    assert origins(MODEL) == ()
+
+
+def test_location_keys_gather_every_key() -> None:
+    loc = NameLoc(origin_name("tf", 7), NameLoc("dense/MatMul", CallSiteLoc(LIBRARY, MODEL)))
+    keys = location_keys(loc)
+    assert keys.names == ("dense/MatMul",)
+    assert keys.name == "dense/MatMul"
+    assert keys.source == "torch/nn/linear.py:125:16"
+    assert keys.chain == ("torch/nn/linear.py:125:16", "model.py:12:5")
+    assert keys.origins == ("tf#7",)
+    assert keys.origin == "tf#7"
+    empty = location_keys(UnknownLoc())
+    assert (empty.name, empty.source, empty.chain, empty.origin) == (None, None, (), None)
