@@ -20,17 +20,16 @@ JAX names the ops of the forward pass `.../jvp(...)/<primitive>` and those of th
 `.../transpose(jvp(...))/<primitive>` at the forward op's source position, which is how the
 correlator links them (`correlate/hlo_training.py`).
 
-Timing (`options.overhead` in the manifest, the same record as `capture torch`): the median
-wall time of `steps` steps with no profiler, under `jax.profiler.trace` at its defaults, and
-under irprof's own session (the trace kept in the bundle: the same defaults, a step annotation
-per step, and a Perfetto copy written after the session stops); the two baselines run before
-and after irprof's session and each is the median over both runs.
+Timing (`options.overhead` in the manifest, the same record as `capture torch`, see
+`step_overhead`): the median wall time of steps with no profiler, under `jax.profiler.trace` at
+its defaults, and under irprof's settings (the same defaults, a step annotation per step, and a
+Perfetto copy written after the session stops), in rotated rounds, then irprof's own session,
+whose trace the bundle keeps.
 """
 
 from __future__ import annotations
 
 import inspect
-import statistics
 import tempfile
 import time
 from collections.abc import Callable
@@ -39,6 +38,8 @@ from pathlib import Path
 from typing import Any
 
 import jax
+
+from irprof.capture.step_overhead import Conditions, measure_overhead
 
 MODES = ("infer", "train")
 DEFAULT_LEARNING_RATE = 0.01
@@ -172,30 +173,27 @@ def run_steps(
     deadline = time.perf_counter() + SETTLE_S
     while time.perf_counter() < deadline:
         _timed_steps(compiled, spec, 1)
-    # Baselines on both sides of the profiled steps, each the median over both runs.
-    bare, _ = _timed_steps(compiled, spec, steps)
-    plain = _plain_profiler_steps(compiled, spec, steps)
-    with jax.profiler.trace(str(logdir), create_perfetto_trace=True):
-        timed, _ = _timed_steps(compiled, spec, steps, marker=True)
-    plain += _plain_profiler_steps(compiled, spec, steps)
-    bare += _timed_steps(compiled, spec, steps)[0]
-    return {
-        "steps": steps,
-        "no_profiler_ns": int(statistics.median(bare)),
-        "profiler_ns": int(statistics.median(plain)),
-        "irprof_ns": int(statistics.median(timed)),
-        "profiler": "jax.profiler.trace(logdir) at its defaults",
-        "timed_steps": "jax.profiler.trace defaults, a StepTraceAnnotation per step "
-        "(Perfetto trace written after the session)",
-        "order": "no profiler, profiler, irprof, profiler, no profiler "
-        "(each baseline median over both)",
-    }
 
+    def profiled(logdir: str, marker: bool) -> list[int]:
+        with jax.profiler.trace(logdir, create_perfetto_trace=marker):
+            return _timed_steps(compiled, spec, steps, marker=marker)[0]
 
-def _plain_profiler_steps(compiled: Any, spec: StepSpec, steps: int) -> list[int]:
-    """Step times under `jax.profiler.trace` at its defaults (its files dropped)."""
-    with (
-        tempfile.TemporaryDirectory(prefix="irprof-jax-plain-") as plain_dir,
-        jax.profiler.trace(plain_dir),
-    ):
-        return _timed_steps(compiled, spec, steps)[0]
+    def dropped(marker: bool) -> list[int]:
+        with tempfile.TemporaryDirectory(prefix="irprof-jax-plain-") as plain_dir:
+            return profiled(plain_dir, marker)
+
+    overhead = measure_overhead(
+        Conditions(
+            bare=lambda: _timed_steps(compiled, spec, steps)[0],
+            profiler=lambda: dropped(marker=False),
+            irprof=lambda: dropped(marker=True),
+        ),
+        lambda: profiled(str(logdir), marker=True),
+        steps,
+    )
+    overhead["profiler"] = "jax.profiler.trace(logdir) at its defaults"
+    overhead["timed_steps"] = (
+        "jax.profiler.trace defaults, a StepTraceAnnotation per step "
+        "(Perfetto trace written after the session)"
+    )
+    return overhead

@@ -15,11 +15,10 @@ Two profiling windows:
   the profiler server traced by xprof's client, which honours them. The correlator takes shapes
   and the cheap kernels from it.
 
-Timing (`options.overhead` in the manifest, the same record as `capture torch` and `capture jax`):
-after the warm-up, the same number of steps runs with no profiler, under
-`tf.profiler.experimental.start(logdir)` at its defaults, in the timed window, under the profiler
-again and with no profiler again (each baseline's median over both of its runs, so the order the
-conditions ran in does not favour one); each run starts with one untimed step, so a session's
+Timing (`options.overhead` in the manifest, the same record as `capture torch` and `capture jax`,
+see `step_overhead`): after the warm-up, rotated rounds of the same number of steps with no
+profiler, under `tf.profiler.experimental.start(logdir)` at its defaults and under it with the
+step markers, then the timed window; each run starts with one untimed step, so a session's
 start-up is not a step. Before all of them the steps run unprofiled for half a second more than
 `--warmup`: step times kept falling over a process's first hundreds of steps here.
 """
@@ -27,7 +26,6 @@ start-up is not a step. Before all of them the steps run unprofiled for half a s
 from __future__ import annotations
 
 import socket
-import statistics
 import tempfile
 import threading
 import time
@@ -40,6 +38,7 @@ import tensorflow as tf
 from tensorflow.python.profiler import trace as tf_trace
 from xprof.convert import _pywrap_profiler_plugin
 
+from irprof.capture.step_overhead import Conditions, measure_overhead
 from irprof.capture.tf_options import requested_tracer_options
 
 STEP_MARKER = "irprof_step"
@@ -51,7 +50,6 @@ WINDOW_START_TIMEOUT_S = 30.0
 TIMED_LEVELS = requested_tracer_options(host_level=2, python_level=0)
 REFERENCE_STEPS = 3  # the correlator takes the median one
 SETTLE_S = 0.5  # unprofiled steps before the overhead is timed (on top of --warmup)
-ORDER = "no profiler, profiler, irprof, profiler, no profiler (each baseline median over both)"
 
 
 def free_port() -> int:
@@ -105,10 +103,12 @@ def profiler_steps(
         tf.profiler.experimental.stop()
 
 
-def plain_profiler_steps(fn: Any, inputs: tuple[Any, ...], count: int) -> list[int]:
-    """Step times under the profiler at its defaults, without markers (its files dropped)."""
+def plain_profiler_steps(
+    fn: Any, inputs: tuple[Any, ...], count: int, marker: bool = False
+) -> list[int]:
+    """Step times under the profiler at its defaults, with or without markers (files dropped)."""
     with tempfile.TemporaryDirectory(prefix="irprof-tf-plain-") as logdir:
-        return profiler_steps(fn, inputs, count, Path(logdir))
+        return profiler_steps(fn, inputs, count, Path(logdir), marker)
 
 
 @dataclass(frozen=True)
@@ -176,14 +176,17 @@ def profile(
     started = time.perf_counter()
     run_step(fn, inputs)
     step_s = time.perf_counter() - started
-    # Baselines on both sides of the timed steps, each the median over both runs, so a drift
-    # of the step time during the measurement does not favour the conditions that ran later.
-    bare = timed_steps(fn, inputs, spec["steps"])
-    plain = plain_profiler_steps(fn, inputs, spec["steps"])
-    # The timed window is the framework's profiler itself, at its defaults.
-    timed = profiler_steps(fn, inputs, spec["steps"], logdir, marker=True)
-    plain += plain_profiler_steps(fn, inputs, spec["steps"])
-    bare += timed_steps(fn, inputs, spec["steps"])
+    steps = spec["steps"]
+    # The timed window is the framework's profiler itself, at its defaults, plus the markers.
+    overhead = measure_overhead(
+        Conditions(
+            bare=lambda: timed_steps(fn, inputs, steps),
+            profiler=lambda: plain_profiler_steps(fn, inputs, steps),
+            irprof=lambda: plain_profiler_steps(fn, inputs, steps, marker=True),
+        ),
+        lambda: profiler_steps(fn, inputs, steps, logdir, marker=True),
+        steps,
+    )
     wanted = requested_tracer_options(spec["host_level"], spec["python_level"])
     reference_levels: dict[str, int] | None = None
     reference_steps = 0
@@ -193,14 +196,9 @@ def profile(
         tf.profiler.experimental.server.start(port)
         traced_window(fn, inputs, reference_steps, wanted, reference_logdir, port, step_s)
     levels_text = ", ".join(f"{k} {v}" for k, v in TIMED_LEVELS.items())
-    overhead = {
-        "steps": spec["steps"],
-        "no_profiler_ns": int(statistics.median(bare)),
-        "profiler_ns": int(statistics.median(plain)),
-        "irprof_ns": int(statistics.median(timed)),
-        "profiler": "tf.profiler.experimental.start(logdir) at its defaults",
-        "timed_steps": f"tf.profiler.experimental.start at its defaults ({levels_text}), "
-        "an irprof_step marker per step",
-        "order": ORDER,
-    }
+    overhead["profiler"] = "tf.profiler.experimental.start(logdir) at its defaults"
+    overhead["timed_steps"] = (
+        f"tf.profiler.experimental.start at its defaults ({levels_text}), "
+        "an irprof_step marker per step"
+    )
     return ProfiledSteps(step_s, overhead, TIMED_LEVELS, reference_levels, reference_steps)

@@ -20,15 +20,14 @@ verbose call stacks (the call-stack reference): the correlator joins timed event
 by execution order. Every step is a `ProfilerStep#N` annotation in both sessions, so steps are
 told apart the same way.
 
-The capture also times as many steps with no profiler and with `torch.profiler` at its
-defaults, so the manifest records what the profiler costs (`options.overhead`: median step
-times in ns; with few steps they are noisy: `benchmarks/bench_capture.py` measures carefully).
+The capture also times as many steps with no profiler, with `torch.profiler` at its defaults and
+with irprof's settings, in rotated rounds (`step_overhead`), so the manifest records what the
+profiler costs (`options.overhead`: median step times in ns).
 """
 
 from __future__ import annotations
 
 import gc
-import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -38,6 +37,7 @@ from typing import Any
 import torch
 from torch.profiler import ProfilerActivity, profile
 
+from irprof.capture.step_overhead import Conditions, measure_overhead
 from irprof.capture.torch_locations import PHASE_FUNCTIONS
 
 STEP_PREFIX = "ProfilerStep#"  # the name torch's own schedule gives its step annotations
@@ -179,12 +179,13 @@ def _marked_step(step: Callable[[], None], index: int) -> int:
         torch._C._autograd._record_function_with_args_exit(handle)
 
 
-def timed_profile(step: Callable[[], None], count: int, trace_path: Path) -> list[int]:
+def timed_profile(step: Callable[[], None], count: int, trace_path: Path | None) -> list[int]:
     """irprof's timed steps: CPU activity only, a `ProfilerStep#N` annotation per step;
-    writes the Chrome trace."""
+    writes the Chrome trace to `trace_path` (None: dropped)."""
     with profile(activities=[ProfilerActivity.CPU]) as session:
         durations = [_marked_step(step, index) for index in range(count)]
-    _export(session, trace_path)
+    if trace_path is not None:
+        _export(session, trace_path)
     return durations
 
 
@@ -233,11 +234,6 @@ class StepRecord:
     grad_accumulation_order: list[str]
 
 
-def median_ns(durations: list[int]) -> int:
-    """Median of step durations, in whole nanoseconds."""
-    return int(statistics.median(durations))
-
-
 def profile_model(
     spec: ModelSpec, steps: int, warmup: int, trace_path: Path, reference_path: Path
 ) -> StepRecord:
@@ -253,19 +249,25 @@ def profile_model(
         # condition, each session's first step (the slowest: recording starts) included.
         gc.collect()
         gc.freeze()
-        bare = unprofiled_steps(step, steps)
-        gc.collect()
-        plain = plain_profiler_steps(step, steps)
-        gc.collect()
-        timed = timed_profile(step, steps, trace_path)
+
+        def collected(block: Callable[[], list[int]]) -> Callable[[], list[int]]:
+            def run() -> list[int]:
+                gc.collect()
+                return block()
+
+            return run
+
+        overhead = measure_overhead(
+            Conditions(
+                bare=collected(lambda: unprofiled_steps(step, steps)),
+                profiler=collected(lambda: plain_profiler_steps(step, steps)),
+                irprof=collected(lambda: timed_profile(step, steps, None)),
+            ),
+            collected(lambda: timed_profile(step, steps, trace_path)),
+            steps,
+        )
         parameters = list(spec.model.named_parameters()) if spec.mode == "train" else []
         order = reference_profile(step, reference_path, parameters)
-    overhead = {
-        "steps": steps,
-        "no_profiler_ns": median_ns(bare),
-        "profiler_ns": median_ns(plain),
-        "irprof_ns": median_ns(timed),
-        "profiler": "torch.profiler.profile() at its defaults",
-        "timed_steps": "activities=[CPU], a ProfilerStep#N annotation per step",
-    }
+    overhead["profiler"] = "torch.profiler.profile() at its defaults"
+    overhead["timed_steps"] = "activities=[CPU], a ProfilerStep#N annotation per step"
     return StepRecord(overhead, order)
