@@ -23,6 +23,7 @@ def test_rounds_rotate_the_order_and_irprof_includes_the_timed_window() -> None:
         ),
         block("window", [1, 1, 1, 1, 1, 1, 1, 1]),
         steps=2,
+        rounds=3,
     )
     assert calls == [
         *("bare", "profiler", "irprof"),

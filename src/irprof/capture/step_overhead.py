@@ -2,11 +2,12 @@
 
 Three conditions are timed in the capture's own process, each as a block of the same number of
 steps: no profiler, the framework's profiler at its defaults, and irprof's timed-step settings
-(its trace dropped). They run in `ROUNDS` rounds, the order rotated each round (a Latin square:
-each condition once first, once second, once last), so neither a drift of the step time over the
-measurement nor the position after a session's stop favours one. Each figure is the median over
-all of its condition's steps; irprof's includes the steps of the timed window itself (the same
-settings, its trace kept), whose own median is recorded apart as `timed_window_ns`.
+(its trace dropped). They run in `ROUNDS` rounds, the order rotated each round (each condition
+first, second and last in turn), so neither a drift of the step time over the measurement nor
+the position after a session's stop favours one, and each block starts from a collected heap.
+Each figure is the median over all of its condition's steps; irprof's includes the steps of the
+timed window itself (the same settings, its trace kept), whose own median is recorded apart as
+`timed_window_ns`.
 
 Measured on the 2-core VM before the rotation: one block per condition (baselines before and
 after the timed window) gave irprof / profiler ratios from 0.59x to 1.24x for settings that
@@ -15,12 +16,13 @@ differ by a step marker, i.e. the position of a block, not irprof, decided the r
 
 from __future__ import annotations
 
+import gc
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-ROUNDS = 3
+ROUNDS = 5
 StepTimes = Callable[[], list[int]]  # runs one block of steps, returns their wall times (ns)
 
 
@@ -42,7 +44,9 @@ def measure_overhead(
     for round_index in range(rounds):
         shift = round_index % len(names)
         for name in names[shift:] + names[:shift]:
+            gc.collect()  # the garbage of the previous block (a session's events) is not timed
             blocks[name].extend(getattr(conditions, name)())
+    gc.collect()
     window = timed_window()
     return {
         "steps": steps,

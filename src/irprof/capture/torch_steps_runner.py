@@ -249,21 +249,13 @@ def profile_model(
         # condition, each session's first step (the slowest: recording starts) included.
         gc.collect()
         gc.freeze()
-
-        def collected(block: Callable[[], list[int]]) -> Callable[[], list[int]]:
-            def run() -> list[int]:
-                gc.collect()
-                return block()
-
-            return run
-
         overhead = measure_overhead(
             Conditions(
-                bare=collected(lambda: unprofiled_steps(step, steps)),
-                profiler=collected(lambda: plain_profiler_steps(step, steps)),
-                irprof=collected(lambda: timed_profile(step, steps, None)),
+                bare=lambda: unprofiled_steps(step, steps),
+                profiler=lambda: plain_profiler_steps(step, steps),
+                irprof=lambda: timed_profile(step, steps, None),
             ),
-            collected(lambda: timed_profile(step, steps, trace_path)),
+            lambda: timed_profile(step, steps, trace_path),
             steps,
         )
         parameters = list(spec.model.named_parameters()) if spec.mode == "train" else []
