@@ -1,0 +1,117 @@
+"""XPlane reader rules pinned on XSpaces built in code: track ids, the relative/absolute line
+timestamp boundary, refused times, several planes and lines merged in time order."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from irprof.errors import TraceFormatError
+from irprof.readers import read_trace
+from irprof.readers.xplane_proto.xplane_pb2 import XEvent, XSpace
+from irprof.trace.model import EventKind, Trace
+
+START_NS = 1_795_000_000_000_000_000
+
+
+def task_environment(space: XSpace) -> None:
+    plane = space.planes.add(name="Task Environment")
+    plane.stat_metadata[1].id, plane.stat_metadata[1].name = 1, "profile_start_time"
+    plane.stats.add(metadata_id=1, uint64_value=START_NS)
+
+
+def read_space(tmp_path: Path, space: XSpace) -> Trace:
+    path = tmp_path / "space.xplane.pb"
+    path.write_bytes(space.SerializeToString())
+    return read_trace(path)
+
+
+def _space(line_timestamp_ns: int, *events: XEvent, planes: int = 1) -> XSpace:
+    space = XSpace()
+    task_environment(space)
+    for index in range(planes):
+        plane = space.planes.add(id=0, name=f"/host:CPU{index}")
+        plane.event_metadata[1].name = f"scope{index}"
+        line = plane.lines.add(id=7 + index, name="worker", timestamp_ns=line_timestamp_ns)
+        line.events.extend(events)
+    return space
+
+
+def test_tracks_are_plane_position_and_line_id(tmp_path: Path) -> None:
+    event = XEvent(metadata_id=1, offset_ps=0, duration_ps=1000)
+    trace = read_space(tmp_path, _space(0, event, planes=2))
+    # The Task Environment plane is plane 0; both host planes have XPlane.id 0.
+    assert sorted(trace.tracks.pid) == [1, 2]
+    assert sorted(trace.tracks.tid) == [7, 8]
+    assert sorted(trace.tracks.label(row) for row in range(2)) == [
+        "/host:CPU0/worker",
+        "/host:CPU1/worker",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("line_ns", "start_ns"),
+    [
+        (START_NS // 2 - 1, START_NS // 2 - 1 + START_NS),  # below half the start: relative
+        (START_NS // 2, START_NS // 2),  # from half the start on: already absolute
+    ],
+)
+def test_line_timestamps_below_half_the_start_are_relative(
+    tmp_path: Path, line_ns: int, start_ns: int
+) -> None:
+    event = XEvent(metadata_id=1, offset_ps=0, duration_ps=2000)
+    trace = read_space(tmp_path, _space(line_ns, event))
+    assert trace.ts_ns.tolist() == [start_ns]
+    assert trace.dur_ns.tolist() == [2]
+
+
+def test_events_of_all_lines_come_out_in_time_order_longest_first(tmp_path: Path) -> None:
+    space = XSpace()
+    task_environment(space)
+    plane = space.planes.add(name="/host:CPU")
+    for key, name in ((1, "late"), (2, "outer"), (3, "inner"), (4, "early")):
+        plane.event_metadata[key].name = name
+    first = plane.lines.add(id=1, name="a", timestamp_ns=10)
+    first.events.append(XEvent(metadata_id=1, offset_ps=50_000, duration_ps=1000))
+    first.events.append(XEvent(metadata_id=3, offset_ps=20_000, duration_ps=1000))
+    first.events.append(XEvent(metadata_id=2, offset_ps=20_000, duration_ps=9000))
+    second = plane.lines.add(id=2, name="b", timestamp_ns=10)
+    second.events.append(XEvent(metadata_id=4, offset_ps=5_000, duration_ps=0))
+    trace = read_space(tmp_path, space)
+    assert [trace.name_of(row) for row in range(len(trace))] == ["early", "outer", "inner", "late"]
+    assert trace.ts_ns.tolist() == [START_NS + 15, START_NS + 30, START_NS + 30, START_NS + 60]
+    assert [EventKind(int(k)) for k in trace.kind] == [
+        EventKind.INSTANT,
+        EventKind.RUNTIME,
+        EventKind.RUNTIME,
+        EventKind.RUNTIME,
+    ]
+
+
+LIMIT_NS = 2**62  # irprof's bound on nanosecond times, far from int64's edge
+
+
+@pytest.mark.parametrize(
+    ("line_ns", "event"),
+    [
+        (0, XEvent(metadata_id=1, offset_ps=0, duration_ps=-1)),
+        (LIMIT_NS - 5, XEvent(metadata_id=1, offset_ps=5_000, duration_ps=0)),
+        (LIMIT_NS - 5, XEvent(metadata_id=1, offset_ps=0, duration_ps=4_000)),
+        (-LIMIT_NS - START_NS, XEvent(metadata_id=1, offset_ps=0, duration_ps=0)),
+    ],
+)
+def test_negative_or_overflowing_times_are_refused(
+    tmp_path: Path, line_ns: int, event: XEvent
+) -> None:
+    path = tmp_path / "bad.xplane.pb"
+    path.write_bytes(_space(line_ns, event).SerializeToString())
+    with pytest.raises(TraceFormatError, match=r"beyond int64 nanoseconds or a negative duration"):
+        read_trace(path)
+
+
+def test_times_just_inside_the_bound_are_read(tmp_path: Path) -> None:
+    event = XEvent(metadata_id=1, offset_ps=1_000, duration_ps=1_000)
+    trace = read_space(tmp_path, _space(LIMIT_NS - 10, event))
+    assert trace.ts_ns.tolist() == [LIMIT_NS - 9]
+    assert trace.dur_ns.tolist() == [1]
