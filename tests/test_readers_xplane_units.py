@@ -115,3 +115,54 @@ def test_times_just_inside_the_bound_are_read(tmp_path: Path) -> None:
     trace = read_space(tmp_path, _space(LIMIT_NS - 10, event))
     assert trace.ts_ns.tolist() == [LIMIT_NS - 9]
     assert trace.dur_ns.tolist() == [1]
+
+
+def _stat_space(define_zero: bool, *events: XEvent) -> XSpace:
+    space = _space(0, *events)
+    plane = space.planes[1]
+    plane.stat_metadata[5].id, plane.stat_metadata[5].name = 5, "shape"
+    if define_zero:
+        plane.stat_metadata[0].name = "zero_stat"
+    return space
+
+
+def test_events_with_and_without_stats_keep_their_own_args(tmp_path: Path) -> None:
+    """An event's stats are its args; its neighbours on the line without stats have none."""
+    plain = XEvent(metadata_id=1, offset_ps=1_000_000, duration_ps=1000)
+    with_stat = XEvent(metadata_id=1, offset_ps=2_000_000, duration_ps=1000)
+    with_stat.stats.add(metadata_id=5, str_value="[2,3]")
+    later = XEvent(metadata_id=1, offset_ps=3_000_000, duration_ps=1000)
+    trace = read_space(tmp_path, _stat_space(False, plain, with_stat, later))
+    assert [trace.args(row) for row in range(len(trace))] == [{}, {"shape": "[2,3]"}, {}]
+
+
+@pytest.mark.parametrize(("define_zero", "expected"), [(True, {"zero_stat": 7}), (False, {})])
+def test_a_stat_naming_metadata_zero_is_read_only_when_the_plane_defines_it(
+    tmp_path: Path, define_zero: bool, expected: dict[str, int]
+) -> None:
+    """Stat metadata 0 is an ordinary stat when the plane defines it; undefined, it is what an
+    empty XStat reads as and is left out, whether or not the event has other stats."""
+    alone = XEvent(metadata_id=1, offset_ps=1_000_000, duration_ps=1000)
+    alone.stats.add(metadata_id=0, int64_value=7)
+    beside = XEvent(metadata_id=1, offset_ps=2_000_000, duration_ps=1000)
+    beside.stats.add(metadata_id=0, int64_value=7)
+    beside.stats.add(metadata_id=5, str_value="[4]")
+    trace = read_space(tmp_path, _stat_space(define_zero, alone, beside))
+    assert trace.args(0) == expected
+    assert trace.args(1) == expected | {"shape": "[4]"}
+
+
+def test_aggregated_events_keep_their_occurrences_with_or_without_stats(tmp_path: Path) -> None:
+    """`num_occurrences` (a oneof with offset_ps) becomes an arg; the event sits at offset 0."""
+    bare = XEvent(metadata_id=1, num_occurrences=12, duration_ps=5000)
+    with_stat = XEvent(metadata_id=1, num_occurrences=3, duration_ps=2000)
+    with_stat.stats.add(metadata_id=5, str_value="[8]")
+    at_zero = XEvent(metadata_id=1, offset_ps=0, duration_ps=1000)
+    trace = read_space(tmp_path, _stat_space(False, bare, with_stat, at_zero))
+    assert trace.ts_ns.tolist() == [START_NS] * 3
+    assert trace.dur_ns.tolist() == [5, 2, 1]  # longest first at equal start
+    assert [trace.args(row) for row in range(3)] == [
+        {"num_occurrences": 12},
+        {"shape": "[8]", "num_occurrences": 3},
+        {},
+    ]

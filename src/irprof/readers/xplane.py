@@ -22,7 +22,13 @@ Kinds, first matching rule wins (see `classify_event`):
 
 Arguments: every stat of the event and of its metadata (metadata first, event stats override),
 ref values resolved through the plane's stat metadata, bytes base64-encoded, plus `display_name`
-when it differs from the name and, for TF ops, `tf_op_name`/`tf_op_type`.
+when it differs from the name and, for TF ops, `tf_op_name`/`tf_op_type`, and `num_occurrences`
+of an aggregated event. A stat naming stat metadata 0 that the plane does not define (what an
+empty XStat reads as) is left out.
+
+Speed: the file is parsed twice, as XSpace and as the smaller `xplane_view.proto` schema, whose
+events carry only (metadata id, offset, duration, a merged stat); one C-level pass over the view
+gives a line's columns, and only events with stats of their own are then read one by one.
 
 Flows: TraceMe producer/consumer contexts (`_p`/`_pt` on the producer, `_c`/`_ct` on the
 consumer, e.g. ThreadpoolListener Record -> StartRegion across threads) become flow links.
@@ -52,6 +58,7 @@ from irprof.errors import TraceFormatError
 from irprof.readers import SNIFF_BYTES
 from irprof.readers.xplane_proto.profile_options_pb2 import ProfileOptions
 from irprof.readers.xplane_proto.xplane_pb2 import XEventMetadata, XPlane, XSpace, XStat
+from irprof.readers.xplane_proto.xplane_view_pb2 import XPlaneView, XSpaceView
 from irprof.trace.builder import TraceBuilder
 from irprof.trace.columns import dense_unique, time_order
 from irprof.trace.model import EventKind, HloProgram, Trace
@@ -96,11 +103,18 @@ def stat_value(stat: XStat, stat_names: dict[int, str]) -> StatValue:
 
 
 def stats_dict(stats: Iterable[XStat], stat_names: dict[int, str]) -> dict[str, StatValue]:
-    """Stats as a name -> value dict."""
-    return {
-        stat_names.get(stat.metadata_id, str(stat.metadata_id)): stat_value(stat, stat_names)
-        for stat in stats
-    }
+    """Stats as a name -> value dict. A stat naming a metadata id the plane does not define is
+    named by the id, except id 0, which is what an empty XStat reads as: it is left out."""
+    found: dict[str, StatValue] = {}
+    for stat in stats:
+        metadata_id = stat.metadata_id
+        name = stat_names.get(metadata_id)
+        if name is None:
+            if not metadata_id:
+                continue
+            name = str(metadata_id)
+        found[name] = stat_value(stat, stat_names)
+    return found
 
 
 def classify_event(
@@ -247,7 +261,7 @@ class _Columns:
 
 def _read_plane(
     path: Path, columns: _Columns, builder: TraceBuilder, plane_index: int, plane: XPlane,
-    start_time_ns: int,
+    view: XPlaneView, start_time_ns: int,
 ) -> None:  # fmt: skip
     """Every line of a plane, as columns: only events with stats of their own (or flow stats in
     their metadata) are looked at one by one; the rest share what their metadata says."""
@@ -258,21 +272,41 @@ def _read_plane(
     missing = _metadata_info(XEventMetadata(name="<unknown metadata>"), stat_names)
     flow_metadata = {key for key, info in infos.items() if _FLOW_STATS & info.args.keys()}
     plane_name = plane.name
-    for line_number, line in enumerate(plane.lines):
+    for line_number, (line, line_view) in enumerate(zip(plane.lines, view.lines, strict=True)):
         if not line.events:
             builder.track(plane_index, line.id, plane_name, line.display_name or line.name)
             continue
         _read_line(
-            path, columns, builder, (plane_index, line_number), plane, line, start_time_ns,
-            (stat_names, infos, missing, flow_metadata),
+            path, columns, builder, (plane_index, line_number), plane, (line, line_view),
+            start_time_ns, (stat_names, infos, missing, flow_metadata),
         )  # fmt: skip
 
 
 _FLOW_STATS = frozenset(PRODUCER_STATS + CONSUMER_STATS)
 _LineContext = tuple[dict[int, str], dict[int, _MetadataInfo], _MetadataInfo, set[int]]
-# One C-level pass per field group over a line's events (each access builds a wrapper object).
-_EVENT_FIELDS = operator.attrgetter("metadata_id", "offset_ps", "duration_ps")
+# One C-level pass over a line's view events (each access builds a wrapper object): metadata
+# id, offset, duration and the merged stats' metadata id (non-zero: the event has stats).
+_EVENT_FIELDS = operator.attrgetter("metadata_id", "offset_ps", "duration_ps", "stats.metadata_id")
 _EVENT_STATS = operator.attrgetter("stats")
+
+
+def _special_events(
+    events: Any, peek: npt.NDArray[np.int64], offset_ps: npt.NDArray[np.int64], exact: bool
+) -> tuple[npt.NDArray[np.bool_], dict[int, int]]:
+    """Events with stats of their own or a `num_occurrences`, and those occurrences by position.
+    The view's merged stat says which events have stats unless the plane defines stat metadata 0
+    (`exact`: count them instead); only an event reading offset 0 can be aggregated (the oneof),
+    so only those are asked."""
+    if exact:
+        special = np.fromiter(map(len, map(_EVENT_STATS, events)), np.int64, len(events)) > 0
+    else:
+        special = peek != 0
+    occurrences = {}
+    for position in np.nonzero(offset_ps == 0)[0].tolist():
+        if occurrence := events[position].num_occurrences:
+            occurrences[position] = occurrence
+            special[position] = True
+    return special, occurrences
 
 
 def _read_line(
@@ -281,12 +315,13 @@ def _read_line(
     builder: TraceBuilder,
     place: tuple[int, int],
     plane: XPlane,
-    line: Any,
+    lines: tuple[Any, Any],
     start_time_ns: int,
     context: _LineContext,
 ) -> None:
     stat_names, infos, missing, flow_metadata = context
     plane_index, line_number = place
+    line, line_view = lines
     plane_name, line_name = plane.name, line.name
     track = builder.track(plane_index, line.id, plane_name, line.display_name or line_name)
     base_ns = line.timestamp_ns
@@ -295,9 +330,8 @@ def _read_line(
     events = line.events
     count = len(events)
     fields = np.fromiter(
-        itertools.chain.from_iterable(map(_EVENT_FIELDS, events)), np.int64, count=3 * count
-    ).reshape(count, 3)
-    stat_counts = np.fromiter(map(len, map(_EVENT_STATS, events)), np.int64, count=count)
+        itertools.chain.from_iterable(map(_EVENT_FIELDS, line_view.events)), np.int64, 4 * count
+    ).reshape(count, 4)
     metadata_ids, offset_ps, duration_ps = fields[:, 0], fields[:, 1], fields[:, 2]
     last_end_ps = int(offset_ps.max()) + int(duration_ps.max())
     if abs(base_ns) + last_end_ps // 1000 + 1 >= 2**62 or int(duration_ps.min()) < 0:
@@ -330,24 +364,29 @@ def _read_line(
         dur == 0, np.array(zero_kind_of, np.int8)[inverse], np.array(kind_of, np.int8)[inverse]
     ).astype(np.int8)
     args = np.array(args_of, dtype=np.int64)[inverse]
-    special = stat_counts > 0
+    special, occurrences = _special_events(events, fields[:, 3], offset_ps, 0 in stat_names)
     if flow_metadata:
         flow_of = np.array([key in flow_metadata for key in unique_ids.tolist()], np.bool_)
         special |= flow_of[inverse]
-    for position in np.nonzero(special)[0].tolist():
-        event = events[position]
-        info = infos.get(event.metadata_id, missing)
-        event_args = dict(info.args)
-        event_args.update(stats_dict(event.stats, stat_names))
-        if event.num_occurrences:
-            event_args["num_occurrences"] = event.num_occurrences
-        kinds[position] = classify_event(
-            plane_name, line_name, info.name, info.display_name, event_args, int(dur[position])
-        )
-        args[position] = len(table) if event_args else 0
+    positions = np.nonzero(special)[0]
+    notes, first_row = columns.notes, columns.rows
+    for position, metadata_id in zip(
+        positions.tolist(), metadata_ids[positions].tolist(), strict=True
+    ):
+        info = infos.get(metadata_id, missing)
+        own = stats_dict(events[position].stats, stat_names)
+        if position in occurrences:
+            own["num_occurrences"] = occurrences[position]
+        event_args = info.args | own
+        if "step_num" in own or "hlo_op" in own:  # else the metadata's kind holds
+            kinds[position] = classify_event(
+                plane_name, line_name, info.name, info.display_name, event_args, int(dur[position])
+            )
         if event_args:
+            args[position] = len(table)
             table.append(_encode(event_args))
-        columns.notes.append((columns.rows + position, event_args))
+        if "_p" in event_args or "_c" in event_args:
+            notes.append((first_row + position, event_args))
     columns.ts.append(ts)
     columns.dur.append(dur)
     columns.track.append(np.full(count, track, dtype=np.int32))
@@ -360,6 +399,7 @@ def _read_line(
 def read_xplane(path: Path, data: bytes) -> Trace:
     """Parse serialized XSpace bytes from `path` into a Trace (epoch ns when a base is known)."""
     space = _space_from_bytes(path, data)
+    view = XSpaceView.FromString(data)
     builder = TraceBuilder()
     environment: dict[str, Any] = {}
     for plane in space.planes:
@@ -368,7 +408,7 @@ def read_xplane(path: Path, data: bytes) -> Trace:
     start_time_ns = int(environment.get("profile_start_time", 0) or 0)
     columns = _Columns()
     plane_stats: dict[str, dict[str, StatValue]] = {}
-    for plane_index, plane in enumerate(space.planes):
+    for plane_index, (plane, plane_view) in enumerate(zip(space.planes, view.planes, strict=True)):
         if plane.name == TASK_ENVIRONMENT_PLANE:
             continue
         stat_names = {key: meta.name for key, meta in plane.stat_metadata.items()}
@@ -376,7 +416,7 @@ def read_xplane(path: Path, data: bytes) -> Trace:
             plane_stats[plane.name] = stats_dict(plane.stats, stat_names)
         if plane.name == HOST_METADATA_PLANE:
             builder.hlo_programs.extend(_hlo_programs(plane))
-        _read_plane(path, columns, builder, plane_index, plane, start_time_ns)
+        _read_plane(path, columns, builder, plane_index, plane, plane_view, start_time_ns)
     columns.emit(builder)
     flows = _FlowCollector()
     for row, event_args in columns.notes:
