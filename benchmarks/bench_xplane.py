@@ -1,13 +1,20 @@
 """XPlane reader benchmark: irprof `read_trace` vs xprof's own C++ XSpace -> trace_viewer JSON.
 
-    .venv/bin/python benchmarks/bench_xplane.py [--events 165000] [--repeat 3] [--trace PATH]
+    .venv/bin/python benchmarks/bench_xplane.py [--events 165000] [--repeat 3]
+        [--capture-ms 1500] [--trace PATH]
 
-Generates once (cached in benchmarks/.cache/, not committed) an XSpace shaped like a TensorFlow
-profile with the Python tracer on: a Task Environment plane, a host plane with step markers
-(`step_num` stats), executor ops ("<node>:<type>" metadata), TraceMe scopes with producer/
-consumer stats and Python frames ("$..."), or reads `--trace PATH`. Each side runs in a fresh
-subprocess; xprof's conversion is `xspace_to_tools_data([path], "trace_viewer")`, the work its
-trace viewer does to show a profile. Target: irprof at least as fast.
+Two traces, made once and cached in benchmarks/.cache/ (not committed), or `--trace PATH`:
+  - a generated XSpace shaped like a TensorFlow profile with the Python tracer on: a Task
+    Environment plane, a host plane with step markers (`step_num` stats), executor ops
+    ("<node>:<type>" metadata), TraceMe scopes with producer/consumer stats and Python frames
+    ("$..."); few of its events have stats of their own;
+  - a real TensorFlow 2 profile: a tf.function training step of five dense layers, run in a
+    loop with `tf.profiler.experimental.Trace(step_num=)` markers, captured for `--capture-ms`
+    through the profiler server with host_tracer_level 2 and python_tracer_level 1 (the
+    options TF's own `start` drops); its executor events carry stats (ids, flows).
+Each side runs in a fresh subprocess; xprof's conversion is
+`xspace_to_tools_data([path], "trace_viewer")`, the work its trace viewer does to show a
+profile. Target: irprof at least as fast.
 """
 
 from __future__ import annotations
@@ -131,6 +138,71 @@ def cached_xspace(events: int) -> Path:
     return path
 
 
+TF_CAPTURE = r"""
+import socket, sys, threading, time
+from pathlib import Path
+import tensorflow as tf
+from xprof.convert import _pywrap_profiler_plugin as profiler_plugin
+
+logdir, out, milliseconds = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3])
+layers = [tf.keras.layers.Dense(64, activation="relu") for _ in range(4)]
+layers.append(tf.keras.layers.Dense(10))
+optimizer = tf.keras.optimizers.SGD(0.01)
+x = tf.random.normal([32, 64])
+y = tf.random.uniform([32], maxval=10, dtype=tf.int32)
+
+@tf.function
+def step():
+    with tf.GradientTape() as tape:
+        h = x
+        for layer in layers:
+            h = layer(h)
+        loss = tf.reduce_mean(
+            tf.keras.losses.sparse_categorical_crossentropy(y, h, from_logits=True))
+    variables = [v for layer in layers for v in layer.trainable_variables]
+    optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables))
+    return loss
+
+step()
+with socket.socket() as sock:
+    sock.bind(("localhost", 0))
+    port = sock.getsockname()[1]
+tf.profiler.experimental.server.start(port)
+done = threading.Event()
+
+def loop():
+    number = 0
+    while not done.is_set():
+        with tf.profiler.experimental.Trace("train", step_num=number, _r=1):
+            step().numpy()
+        number += 1
+
+threading.Thread(target=loop, daemon=True).start()
+time.sleep(0.5)
+profiler_plugin.trace(f"localhost:{port}", str(logdir), "", True, milliseconds, 1,
+                      {"host_tracer_level": 2, "python_tracer_level": 1, "device_tracer_level": 1})
+done.set()
+out.write_bytes(sorted(logdir.rglob("*.xplane.pb"))[-1].read_bytes())
+"""
+
+
+def cached_tf_capture(milliseconds: int) -> Path:
+    """The real TensorFlow profile, captured once per duration."""
+    path = CACHE / f"tf_capture_{milliseconds}ms.xplane.pb"
+    if not path.exists():
+        logdir = CACHE / f"tf_capture_{milliseconds}ms"
+        partial = path.with_suffix(".tmp")
+        done = subprocess.run(
+            [sys.executable, "-c", TF_CAPTURE, str(logdir), str(partial), str(milliseconds)],
+            capture_output=True,
+            text=True,
+        )
+        if done.returncode != 0:
+            raise SystemExit(f"TensorFlow capture failed:\n{done.stderr[-3000:]}")
+        partial.replace(path)
+    return path
+
+
 def run(label: str, trace: Path) -> dict[str, float]:
     """One side in a fresh interpreter; its JSON line of figures."""
     done = subprocess.run(
@@ -142,17 +214,11 @@ def run(label: str, trace: Path) -> dict[str, float]:
     return figures
 
 
-def main() -> None:
-    """Run both sides `--repeat` times, interleaved, and print the best of each and the ratio."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--events", type=int, default=165_000)
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--trace", type=Path, help="benchmark this .xplane.pb instead")
-    options = parser.parse_args()
-    trace = options.trace or cached_xspace(options.events)
+def compare(trace: Path, repeat: int) -> None:
+    """Run both sides `repeat` times, interleaved, and print the best of each and the ratio."""
     print(f"trace: {trace.name}, {trace.stat().st_size / 2**20:.1f} MB")
     runs: dict[str, list[dict[str, float]]] = {label: [] for label in SNIPPETS}
-    for _ in range(options.repeat):
+    for _ in range(repeat):
         for label in SNIPPETS:
             runs[label].append(run(label, trace))
     best = {label: min(found, key=lambda run: run["seconds"]) for label, found in runs.items()}
@@ -164,7 +230,23 @@ def main() -> None:
     ratio = best["xprof trace_viewer"]["seconds"] / best["irprof read_trace"]["seconds"]
     events = int(best["irprof read_trace"]["events"])
     print(f"irprof: {events:,} events; {ratio:.2f}x xprof's speed "
-          f"(target >= 1x: {'met' if ratio >= 1 else 'NOT met'})")  # fmt: skip
+          f"(target >= 1x: {'met' if ratio >= 1 else 'NOT met'})\n")  # fmt: skip
+
+
+def main() -> None:
+    """Compare both sides on each trace."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=165_000)
+    parser.add_argument("--capture-ms", type=int, default=1500)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--trace", type=Path, help="benchmark this .xplane.pb instead")
+    options = parser.parse_args()
+    if options.trace:
+        traces = [options.trace]
+    else:
+        traces = [cached_xspace(options.events), cached_tf_capture(options.capture_ms)]
+    for trace in traces:
+        compare(trace, options.repeat)
 
 
 if __name__ == "__main__":
