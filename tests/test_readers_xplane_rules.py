@@ -12,6 +12,7 @@ import pytest
 from irprof.errors import TraceFormatError
 from irprof.readers import SNIFF_BYTES
 from irprof.readers.xplane import (
+    READER,
     classify_event,
     looks_like_xspace,
     read_xplane,
@@ -118,6 +119,7 @@ def varint(value: int) -> bytes:
     ("head", "accepted"),
     [
         (b"\x0a\x00", True),  # one empty plane: the smallest XSpace with a plane
+        (b"", False),
         (b"\x0a", False),
         (b'\x0a{"traceEvents": []}', False),  # text: no control byte outside \t\n\r
         (b"\x12\x80\x80\x80", False),  # a length cut short
@@ -125,9 +127,11 @@ def varint(value: int) -> bytes:
         (b"\x12\x05ab", False),  # a length past the end of the file
         (b"\x0a\x02\x08\x01", True),  # a plane starting with its id
         (b"\x0a\x02\x07\x01", False),  # a plane starting with no XPlane field
+        (b"\x0a\x01\x07", False),  # a one-byte plane that is no XPlane field
         (b"\x0a\x80\x01" + b"\x08" * 7, False),  # length 128 (a 0x80 byte continues)
         (b"\x0a" + varint(300) + b"\x12" + b"x" * 299, True),  # two-byte length, exactly fits
         (b"\x0a" + varint(300) + b"\x12" + b"x" * 276, False),  # two-byte length, cut
+        (b"\x0a" + varint(20_000) + b"\x12" + b"x" * 3743, False),  # three-byte length, cut
     ],
 )
 def test_sniff_bounds(head: bytes, accepted: bool) -> None:
@@ -197,13 +201,24 @@ def test_event_ends_round_half_up_from_picoseconds(tmp_path: Path) -> None:
 def test_an_odd_start_time_halves_exactly(tmp_path: Path) -> None:
     """The relative/absolute boundary is half the start time in integers: a line timestamp equal
     to start // 2 is absolute even when the start is odd."""
-    odd = START_NS + 1
+    odd = 2_000_001  # small enough for a float of half of it to keep the .5
     space = XSpace()
     environment(space, odd)
     plane = host_plane(space)
     plane.event_metadata[1].name = "a"
     plane.lines.add(id=1, name="l", timestamp_ns=odd // 2).events.add(metadata_id=1, duration_ps=1)
     assert read(tmp_path, space).ts_ns.tolist() == [odd // 2]
+
+
+def test_a_device_steps_line_holds_steps(tmp_path: Path) -> None:
+    """On a device plane the "Steps" line's events are steps without any step_num stat."""
+    space = XSpace()
+    environment(space)
+    plane = host_plane(space, DEVICE)
+    plane.event_metadata[1].name = "17"
+    plane.lines.add(id=1, name="Steps").events.add(metadata_id=1, duration_ps=5000)
+    plane.lines.add(id=2, name="Stream #1").events.add(metadata_id=1, duration_ps=1000)
+    assert read(tmp_path, space).kind.tolist() == [EventKind.STEP, EventKind.KERNEL]
 
 
 def test_the_last_representable_end_is_read(tmp_path: Path) -> None:
@@ -317,22 +332,26 @@ def test_flows_pair_producers_and_consumers_across_lines_and_metadata(tmp_path: 
 
 def test_task_environment_options_and_run_metadata(tmp_path: Path) -> None:
     """Start/stop times, the profile options with every field (defaults too), other stats by name
-    (undefined ids by number, bytes as base64), none of them duplicated in the environment."""
+    (undefined ids by number, bytes as base64, refs by name), options not repeated among them."""
     space = XSpace(hostnames=["vm"])
     env = environment(space)
-    for key, name in ((2, "profile_stop_time"), (3, "profile_options"), (4, "blob")):
+    stat_names = ((2, "profile_stop_time"), (3, "profile_options"), (4, "blob"), (5, "host"))
+    for key, name in stat_names:
         env.stat_metadata[key].name = name
+    env.stat_metadata[6].name = "vm7"
     env.stats.add(metadata_id=2, uint64_value=START_NS + 5)
     env.stats.add(
         metadata_id=3, bytes_value=ProfileOptions(host_tracer_level=2).SerializeToString()
     )
     env.stats.add(metadata_id=4, bytes_value=b"\x01")
+    env.stats.add(metadata_id=5, ref_value=6)
     env.stats.add(metadata_id=9, str_value="x")
     plane = host_plane(space)
     plane.event_metadata[1].name = "a"
     plane.lines.add(id=1, name="l").events.add(metadata_id=1, duration_ps=1000)
     path = tmp_path / "rules.xplane.pb"
-    metadata = read(tmp_path, space).metadata
+    path.write_bytes(space.SerializeToString())
+    metadata = READER.read(path, path.read_bytes()).metadata
     assert metadata["source"] == str(path) and metadata["format"] == "xplane"
     assert metadata["profile_start_time_ns"] == START_NS
     assert metadata["profile_stop_time_ns"] == START_NS + 5
@@ -342,6 +361,7 @@ def test_task_environment_options_and_run_metadata(tmp_path: Path) -> None:
         "profile_start_time": START_NS,
         "profile_stop_time": START_NS + 5,
         "blob": base64.b64encode(b"\x01").decode(),
+        "host": "vm7",
         "9": "x",
     }
     assert metadata["hostnames"] == ["vm"]
