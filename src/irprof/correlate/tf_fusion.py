@@ -199,12 +199,12 @@ class Membership:
         scope = name_scope(node)
         roots: list[int] = []
         for consumer in self.graph.consumers.get(node, []):
-            executed = self.graph.nodes.get(consumer)
             if not self.view.resolve(consumer):
-                if executed is not None and executed.op not in ("_Retval", *CONSTANT_KERNELS):
-                    shared = self.members_of(consumer)
-                    if shared:
-                        return shared
+                # Another node without an op: a rewrite shares its ops; a `_Retval` or a
+                # constant has none (`_resolve`).
+                shared = self.members_of(consumer)
+                if shared:
+                    return shared
                 continue
             for root in self._absent_in_scope(self.view.resolve(consumer)[0], scope):
                 if root not in roots:
