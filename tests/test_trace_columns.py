@@ -29,3 +29,25 @@ def test_dense_unique_is_numpy_unique(wide: list[int], narrow: list[int]) -> Non
         expected_unique, expected_inverse = np.unique(keys, return_inverse=True)
         assert unique.tolist() == expected_unique.tolist()
         assert inverse.tolist() == expected_inverse.reshape(-1).tolist()
+
+
+def test_time_order_example_ties_longest_first_then_file_order() -> None:
+    """Starts ascending; at one start the longest first; equal start and length keep file order."""
+    ts = np.array([5, 1, 5, 1, 5, 3], dtype=np.int64)
+    dur = np.array([1, 2, 3, 2, 3, 9], dtype=np.int64)
+    assert time_order(ts, dur).tolist() == [1, 3, 5, 2, 4, 0]
+
+
+def test_dense_unique_of_negative_empty_and_wide_keys_is_exact_int64() -> None:
+    """Negative keys, no keys and keys far beyond the row count give numpy's answer, as int64."""
+    cases = {
+        (-3, 5, -3, 0): ([-3, 0, 5], [0, 2, 0, 1]),
+        (): ([], []),
+        (2**40, 7, 2**40): ([7, 2**40], [1, 0, 1]),
+        (4, 0, 4, 2): ([0, 2, 4], [2, 0, 2, 1]),
+    }
+    for keys, (expected_unique, expected_inverse) in cases.items():
+        unique, inverse = dense_unique(np.array(keys, dtype=np.int64))
+        assert unique.tolist() == expected_unique
+        assert inverse.tolist() == expected_inverse
+        assert unique.dtype == np.int64 and inverse.dtype == np.int64

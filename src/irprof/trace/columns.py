@@ -19,7 +19,7 @@ def time_order(ts: I64, dur: I64) -> I64:
     if not same.any():
         return order
     tied = np.zeros(len(order), dtype=np.bool_)
-    tied[1:] |= same
+    tied[1:] = same
     tied[:-1] |= same
     positions = np.nonzero(tied)[0]
     starts_group = np.ones(len(order), dtype=np.bool_)
@@ -38,4 +38,4 @@ def dense_unique(keys: I64) -> tuple[I64, I64]:
         remap = np.cumsum(present, dtype=np.int64) - 1
         return np.nonzero(present)[0].astype(np.int64), remap[keys]
     unique, inverse = np.unique(keys, return_inverse=True)
-    return unique.astype(np.int64), inverse.astype(np.int64).reshape(-1)
+    return unique.astype(np.int64), inverse.astype(np.int64)
