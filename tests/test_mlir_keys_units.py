@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import pytest
 
+from irprof.mlir.context import make_context
 from irprof.mlir.keys import (
+    LocationKeys,
     call_chain,
     fused_members,
     innermost_source,
     is_type_marker,
+    key_fields,
     location_keys,
+    name_chain_keys,
     origin_name,
     origins,
     origins_at_level,
@@ -23,7 +27,15 @@ from irprof.mlir.keys import (
     runtime_names,
     split_function_suffix,
 )
-from irprof.mlir.locations import CallSiteLoc, FileLineColLoc, FusedLoc, NameLoc, UnknownLoc
+from irprof.mlir.locations import (
+    CallSiteLoc,
+    FileLineColLoc,
+    FusedLoc,
+    Loc,
+    NameLoc,
+    UnknownLoc,
+    to_ir,
+)
 
 MODEL = FileLineColLoc("model.py", 12, 5)
 LIBRARY = FileLineColLoc("torch/nn/linear.py", 125, 16)
@@ -164,3 +176,95 @@ def test_location_keys_gather_every_key() -> None:
     assert keys.origin == "tf#7"
     empty = location_keys(UnknownLoc())
     assert (empty.name, empty.source, empty.chain, empty.origin) == (None, None, (), None)
+
+
+def _fast(loc: Loc) -> tuple[LocationKeys | None, tuple[str | None, str | None, str | None] | None]:
+    """`name_chain_keys` and `key_fields` of `loc` built as a bindings location."""
+    location = to_ir(loc, make_context())
+    return name_chain_keys(location), key_fields(location)
+
+
+def test_fast_keys_of_a_name_chain_around_a_source_position() -> None:
+    """Origins (outermost first, once each) and markers are skipped; the frame name dropped."""
+    loc = NameLoc(
+        origin_name("tf", 1),
+        NameLoc(
+            "MatMul:",
+            NameLoc(
+                origin_name("hlo", 2),
+                NameLoc(origin_name("tf", 1), NameLoc("dense/MatMul", NameLoc("mlp", MODEL))),
+            ),
+        ),
+    )
+    keys, fields = _fast(loc)
+    assert keys == LocationKeys(
+        names=("dense/MatMul",), source="model.py:12:5", chain=("model.py:12:5",),
+        origins=("tf#1", "hlo#2"),
+    )  # fmt: skip
+    assert keys == location_keys(loc)
+    assert fields == ("dense/MatMul", "model.py:12:5", "tf#1")
+
+
+def test_fast_keys_keep_a_lone_frame_name_and_names_above_a_marker() -> None:
+    """A single name is kept; only a kept innermost name is a frame name."""
+    assert _fast(NameLoc("mlp", MODEL)) == (
+        LocationKeys(("mlp",), "model.py:12:5", ("model.py:12:5",), ()),
+        ("mlp", "model.py:12:5", None),
+    )
+    # The innermost NameLoc is a type marker or an origin: no name is a frame name.
+    for inner in ("MatMul:", origin_name("tf", 3)):
+        loc = NameLoc("a", NameLoc("b", NameLoc(inner, MODEL)))
+        keys, fields = _fast(loc)
+        assert keys is not None and keys.names == ("a", "b") == location_keys(loc).names
+        assert fields is not None and fields[0] == "a"
+    repeated = NameLoc("a", NameLoc("b", NameLoc("a", NameLoc("f", MODEL))))
+    assert _fast(repeated)[0] == location_keys(repeated)
+    assert location_keys(repeated).names == ("a", "b")
+
+
+def test_fast_keys_of_a_name_chain_around_an_unknown_location() -> None:
+    """No source and an empty chain; a chain of one stamp has only its origin."""
+    keys, fields = _fast(NameLoc("x", NameLoc(origin_name("tf", 4), UnknownLoc())))
+    assert keys == LocationKeys(names=("x",), source=None, chain=(), origins=("tf#4",))
+    assert fields == ("x", None, "tf#4")
+    assert _fast(UnknownLoc()) == (LocationKeys((), None, (), ()), (None, None, None))
+    assert _fast(MODEL) == (
+        LocationKeys((), "model.py:12:5", ("model.py:12:5",), ()),
+        (None, "model.py:12:5", None),
+    )
+
+
+@pytest.mark.parametrize(
+    "loc",
+    [
+        CallSiteLoc(MODEL, LIBRARY),
+        NameLoc("a", CallSiteLoc(MODEL, LIBRARY)),
+        NameLoc("a", FusedLoc((NameLoc("T:"), NameLoc("b")))),
+    ],
+)
+def test_fast_keys_decline_other_shapes(loc: Loc) -> None:
+    """Call sites and fused locations are left to the location model (None)."""
+    assert _fast(loc) == (None, None)
+
+
+def test_a_call_site_with_a_frame_on_one_side_ends_the_search_of_a_fused_location() -> None:
+    """A member whose callee or caller alone holds a frame is the first chain: later members
+    are not searched."""
+    callee_only = FusedLoc((CallSiteLoc(MODEL, UnknownLoc()), LIBRARY))
+    assert call_chain(callee_only) == (MODEL,)
+    caller_only = FusedLoc((CallSiteLoc(NameLoc("f"), MODEL), LIBRARY))
+    assert call_chain(caller_only) == (MODEL,)
+    neither = FusedLoc((CallSiteLoc(NameLoc("f"), UnknownLoc()), LIBRARY))
+    assert call_chain(neither) == (LIBRARY,)
+
+
+def test_a_repeated_origin_stamp_is_listed_once() -> None:
+    """Two equal stamps (a pass run twice) give one origin, by model and by fast path."""
+    loc = NameLoc(origin_name("tf", 5), NameLoc(origin_name("tf", 5), MODEL))
+    assert origins(loc) == ("tf#5",)
+    keys, fields = _fast(loc)
+    assert keys is not None and keys.origins == ("tf#5",)
+    assert fields == (None, "model.py:12:5", "tf#5")
+    two = NameLoc(origin_name("tf", 5), NameLoc(origin_name("hlo", 1), UnknownLoc()))
+    assert origins(two) == ("tf#5", "hlo#1")
+    assert _fast(two)[0] == LocationKeys((), None, (), ("tf#5", "hlo#1"))
