@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 
 import irprof.cli.main as cli_main
+from irprof.mlir.context import make_context
+from irprof.mlir.load import load_module
 
 FIXTURES = Path(__file__).parent / "fixtures"
 TORCH = FIXTURES / "torch" / "cnn" / "ir" / "torch.mlir"
@@ -154,3 +156,13 @@ def test_bidi_controls_in_names_are_shown_escaped(tmp_path: Path, suffix: str) -
     assert "\u202e" not in rendered and "\u2066" not in rendered
     # DOT doubles the backslash (drawn as one); JSON in the page escapes it for JSON.parse.
     assert "evil\\\\u202edda\\\\u2066x" in rendered
+
+
+def test_a_long_one_line_module_text_is_parsed_not_taken_for_a_path() -> None:
+    """`load_module` of MLIR text without a newline, longer than a file name can be, parses it.
+
+    Before: `Path(text).is_file()` raised OSError (file name too long) instead.
+    """
+    text = '"x.op"() {name = "' + "n" * 300 + '"} : () -> ()'
+    module = load_module(text, make_context())
+    assert "n" * 300 in str(module)

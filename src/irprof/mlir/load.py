@@ -78,7 +78,11 @@ def _names_a_file(text: str) -> bool:
     """A one-line string that is an existing file or ends like an MLIR file name."""
     if "\n" in text:
         return False
-    return Path(text).is_file() or text.endswith((".mlir", ".mlirbc"))
+    try:
+        is_file = Path(text).is_file()
+    except OSError:  # a one-line module longer than a file name may be (ENAMETOOLONG)
+        is_file = False
+    return is_file or text.endswith((".mlir", ".mlirbc"))
 
 
 def load_module(
