@@ -268,3 +268,14 @@ def test_a_repeated_origin_stamp_is_listed_once() -> None:
     two = NameLoc(origin_name("tf", 5), NameLoc(origin_name("hlo", 1), UnknownLoc()))
     assert origins(two) == ("tf#5", "hlo#1")
     assert _fast(two)[0] == LocationKeys((), None, (), ("tf#5", "hlo#1"))
+
+
+def test_a_repeated_name_is_listed_once_by_the_fast_path() -> None:
+    """Two equal op names (with or without a frame name below) give one runtime name."""
+    for loc in (
+        NameLoc("a/b", NameLoc("a/b", UnknownLoc())),
+        NameLoc("a/b", NameLoc("a/b", NameLoc("mlp", MODEL))),
+    ):
+        keys, fields = _fast(loc)
+        assert keys is not None and keys.names == ("a/b",) == runtime_names(loc)
+        assert fields is not None and fields[0] == "a/b"
