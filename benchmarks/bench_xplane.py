@@ -1,17 +1,18 @@
 """XPlane reader benchmark: irprof `read_trace` vs xprof's own C++ XSpace -> trace_viewer JSON.
 
     .venv/bin/python benchmarks/bench_xplane.py [--events 165000] [--repeat 3]
-        [--capture-ms 1500] [--trace PATH]
+        [--capture-ms 150 1500] [--trace PATH]
 
-Two traces, made once and cached in benchmarks/.cache/ (not committed), or `--trace PATH`:
+Traces made once and cached in benchmarks/.cache/ (not committed), or `--trace PATH`:
   - a generated XSpace shaped like a TensorFlow profile with the Python tracer on: a Task
     Environment plane, a host plane with step markers (`step_num` stats), executor ops
     ("<node>:<type>" metadata), TraceMe scopes with producer/consumer stats and Python frames
     ("$..."); few of its events have stats of their own;
-  - a real TensorFlow 2 profile: a tf.function training step of five dense layers, run in a
-    loop with `tf.profiler.experimental.Trace(step_num=)` markers, captured for `--capture-ms`
-    through the profiler server with host_tracer_level 2 and python_tracer_level 1 (the
-    options TF's own `start` drops); its executor events carry stats (ids, flows).
+  - real TensorFlow 2 profiles: a tf.function training step of five dense layers, run in a
+    loop with `tf.profiler.experimental.Trace(step_num=)` markers, captured for each of
+    `--capture-ms` (150 ms: ~160k events, the size the issue measured; 1500 ms: ~1.6M) through
+    the profiler server with host_tracer_level 2 and python_tracer_level 1 (the options TF's
+    own `start` drops); their executor events carry stats (ids, flows).
 Each side runs in a fresh subprocess; xprof's conversion is
 `xspace_to_tools_data([path], "trace_viewer")`, the work its trace viewer does to show a
 profile. Target: irprof at least as fast.
@@ -237,14 +238,15 @@ def main() -> None:
     """Compare both sides on each trace."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=165_000)
-    parser.add_argument("--capture-ms", type=int, default=1500)
+    parser.add_argument("--capture-ms", type=int, nargs="+", default=[150, 1500])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--trace", type=Path, help="benchmark this .xplane.pb instead")
     options = parser.parse_args()
     if options.trace:
         traces = [options.trace]
     else:
-        traces = [cached_xspace(options.events), cached_tf_capture(options.capture_ms)]
+        traces = [cached_xspace(options.events)]
+        traces += [cached_tf_capture(milliseconds) for milliseconds in options.capture_ms]
     for trace in traces:
         compare(trace, options.repeat)
 
