@@ -246,13 +246,15 @@ class _Columns:
         order = time_order(ts, dur)
         args = np.concatenate(self.args)[order]
         table_lengths = np.fromiter(map(len, self.args_table), np.int64, len(self.args_table))
+        table = np.empty(len(self.args_table), dtype=object)
+        table[:] = self.args_table  # gathered in C below; entry 0 (no args) is empty
         first = builder.extend(
             ts[order],
             dur[order],
             np.concatenate(self.track)[order],
             np.concatenate(self.name)[order],
             np.concatenate(self.kind)[order],
-            (table_lengths[args], b"".join(map(self.args_table.__getitem__, args.tolist()))),
+            (table_lengths[args], b"".join(table[args[args > 0]].tolist())),
         )
         row_of = np.empty(len(order), dtype=np.int64)
         row_of[order] = np.arange(first, first + len(order))
