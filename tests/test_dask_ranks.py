@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 import time
+import types
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -146,3 +147,27 @@ def test_serial_and_dask_summaries_agree_and_options_are_checked(
     code, _, err = run(capsys, "trace", "summary", str(ranks), "--scheduler",
                        "tcp://127.0.0.1:9", "--workers", "2")  # fmt: skip
     assert code == 2 and "pass one" in err
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="workers are forked on Linux only")
+@pytest.mark.parametrize("framework", [None, "torch"])
+def test_local_workers_are_forked_unless_a_framework_runtime_is_loaded(
+    framework: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Forked, a worker holds a module that exists only in this process's memory (a spawned one
+    starts without it) and the readers before any task. With an ML framework loaded (its thread
+    pools do not survive a fork), the workers are spawned and import the readers themselves."""
+    from irprof.analyses.rank_cluster import ClusterOptions, DaskRunner, open_runner
+
+    monkeypatch.setitem(sys.modules, "irprof_fork_probe", types.ModuleType("irprof_fork_probe"))
+    if framework is not None:
+        monkeypatch.setitem(sys.modules, framework, types.ModuleType(framework))
+
+    def state() -> tuple[bool, bool]:
+        return "irprof_fork_probe" in sys.modules, "irprof.readers.chrome_stream" in sys.modules
+
+    with open_runner(ClusterOptions(workers=2), tasks=2) as runner:
+        assert isinstance(runner, DaskRunner)
+        assert "2 worker(s)" in runner.description
+        seen = list(runner.client.run(state).values())
+    assert seen == [(framework is None, True)] * 2
