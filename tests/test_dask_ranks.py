@@ -14,6 +14,7 @@ import time
 import types
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -156,7 +157,8 @@ def test_local_workers_are_forked_unless_a_framework_runtime_is_loaded(
 ) -> None:
     """Forked, a worker holds a module that exists only in this process's memory (a spawned one
     starts without it) and the readers before any task. With an ML framework loaded (its thread
-    pools do not survive a fork), the workers are spawned and import the readers themselves."""
+    pools do not survive a fork), the workers are spawned and import the readers themselves.
+    Either way no worker runs the statistical profiler (it feeds a dashboard not started)."""
     from irprof.analyses.rank_cluster import ClusterOptions, DaskRunner, open_runner
 
     monkeypatch.setitem(sys.modules, "irprof_fork_probe", types.ModuleType("irprof_fork_probe"))
@@ -166,8 +168,13 @@ def test_local_workers_are_forked_unless_a_framework_runtime_is_loaded(
     def state() -> tuple[bool, bool]:
         return "irprof_fork_probe" in sys.modules, "irprof.readers.chrome_stream" in sys.modules
 
+    def profiling(dask_worker: Any) -> bool:
+        return "profile" in dask_worker.periodic_callbacks
+
     with open_runner(ClusterOptions(workers=2), tasks=2) as runner:
         assert isinstance(runner, DaskRunner)
         assert "2 worker(s)" in runner.description
         seen = list(runner.client.run(state).values())
+        # no statistical profiler taking the GIL from the tasks every 10 ms
+        assert list(runner.client.run(profiling).values()) == [False, False]
     assert seen == [(framework is None, True)] * 2

@@ -160,7 +160,12 @@ def open_runner(options: ClusterOptions, tasks: int | None = None) -> Iterator[R
     # faults). The streamed conversion returns its memory itself (`release_freed_memory`).
     environ = dict(config.get("distributed.nanny.pre-spawn-environ", {}))
     environ.pop("MALLOC_TRIM_THRESHOLD_", None)
-    settings: dict[str, object] = {"distributed.nanny.pre-spawn-environ": environ}
+    settings: dict[str, object] = {
+        "distributed.nanny.pre-spawn-environ": environ,
+        # Each worker's statistical profiler samples every thread's stack every 10 ms, taking
+        # the GIL from the task; it feeds a dashboard this cluster does not have.
+        "distributed.worker.profile.enabled": False,
+    }
     if can_fork_workers():
         _warm_up()  # imported here once, the forked workers start with it
         settings["distributed.worker.multiprocessing-method"] = "fork"
