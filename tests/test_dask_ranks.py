@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 import types
 from collections.abc import Iterator
@@ -151,13 +152,14 @@ def test_serial_and_dask_summaries_agree_and_options_are_checked(
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="workers are forked on Linux only")
-@pytest.mark.parametrize("framework", [None, "torch"])
-def test_local_workers_are_forked_unless_a_framework_runtime_is_loaded(
-    framework: str | None, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(("framework", "thread"), [(None, False), ("torch", False), (None, True)])
+def test_local_workers_are_forked_unless_a_framework_runtime_or_a_thread_runs(
+    framework: str | None, thread: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Forked, a worker holds a module that exists only in this process's memory (a spawned one
     starts without it) and the readers before any task. With an ML framework loaded (its thread
-    pools do not survive a fork), the workers are spawned and import the readers themselves.
+    pools do not survive a fork) or another thread running, the workers are spawned and import
+    the readers themselves.
     Either way no worker runs the statistical profiler (it feeds a dashboard not started)."""
     from irprof.analyses.rank_cluster import ClusterOptions, DaskRunner, open_runner
 
@@ -171,10 +173,17 @@ def test_local_workers_are_forked_unless_a_framework_runtime_is_loaded(
     def profiling(dask_worker: Any) -> bool:
         return "profile" in dask_worker.periodic_callbacks
 
-    with open_runner(ClusterOptions(workers=2), tasks=2) as runner:
-        assert isinstance(runner, DaskRunner)
-        assert "2 worker(s)" in runner.description
-        seen = list(runner.client.run(state).values())
-        # no statistical profiler taking the GIL from the tasks every 10 ms
-        assert list(runner.client.run(profiling).values()) == [False, False]
-    assert seen == [(framework is None, True)] * 2
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    if thread:  # another thread running Python code: a lock it holds at a fork stays held
+        other.start()
+    try:
+        with open_runner(ClusterOptions(workers=2), tasks=2) as runner:
+            assert isinstance(runner, DaskRunner)
+            assert "2 worker(s)" in runner.description
+            seen = list(runner.client.run(state).values())
+            # no statistical profiler taking the GIL from the tasks every 10 ms
+            assert list(runner.client.run(profiling).values()) == [False, False]
+    finally:
+        stop.set()
+    assert seen == [(framework is None and not thread, True)] * 2

@@ -18,6 +18,7 @@ import importlib
 import logging
 import os
 import sys
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar, cast
@@ -189,10 +190,24 @@ def can_fork_workers() -> bool:
     irprof's readers) instead of importing them again, each, as a spawned one does: on 2 cores,
     ~1.3 s of CPU and ~0.5 s of wall time less before the first task. The threads this process
     holds then are Dask's own, OpenBLAS's and jemalloc's, which are made for it. Not on other
-    systems (macOS's libraries are not fork-safe) and not once an ML framework runtime is loaded
-    (a notebook calling `open_dataset`): their thread pools do not survive a fork.
+    systems (macOS's libraries are not fork-safe), not once an ML framework runtime is loaded (a
+    notebook calling `open_dataset`): their thread pools do not survive a fork, and not while
+    another thread runs Python code (a progress bar's refresh, say): a lock it holds at the fork,
+    on stderr for one, would stay held in the worker forever.
     """
-    return sys.platform == "linux" and not any(name in sys.modules for name in FORK_UNSAFE)
+    return (
+        sys.platform == "linux"
+        and not _other_threads()
+        and not any(name in sys.modules for name in FORK_UNSAFE)
+    )
+
+
+def _other_threads() -> list[threading.Thread]:
+    """Threads of this process but this one and Dask's offload pool (Dask forks beside it)."""
+    offload = getattr(sys.modules.get("distributed.utils"), "_offload_executor", None)
+    dask_own = set(getattr(offload, "_threads", ()))  # unknown: counted, so spawned (safe)
+    current = threading.current_thread()
+    return [one for one in threading.enumerate() if one is not current and one not in dask_own]
 
 
 def _warm_up() -> None:

@@ -70,13 +70,15 @@ def sql(
     text = sys.stdin.read() if query == "-" else query
     console = Console(highlight=False)
     with contextlib.ExitStack() as stack:
-        progress = stack.enter_context(
-            Progress(*PROGRESS_COLUMNS, console=Console(stderr=True), transient=True)
-        )
-        task = progress.add_task("converting ranks", total=None, visible=False)
+        progress = Progress(*PROGRESS_COLUMNS, console=Console(stderr=True), transient=True)
+        stack.callback(progress.stop)
+        task = progress.add_task("converting ranks", total=None)
 
         def on_progress(done: int, total: int) -> None:
-            progress.update(task, completed=done, total=total, visible=True)
+            # Started at the first rank done, after the local cluster's workers were forked
+            # from this process: no refresh thread may hold a lock at the fork.
+            progress.start()
+            progress.update(task, completed=done, total=total)
 
         session = stack.enter_context(
             open_sql(source, cluster=cluster, dataset=dataset, format=format_name,
