@@ -10,12 +10,9 @@ import os
 import shutil
 import subprocess
 import sys
-import threading
 import time
-import types
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -30,6 +27,30 @@ RANK_QUERY = (
     "SELECT rank, kind, count(*) AS events, sum(dur_ns) AS total_ns "
     "FROM events GROUP BY ALL ORDER BY ALL"
 )
+# A fresh process that opens the default local cluster and asks its workers what they hold.
+FORK_PROBE = """
+import json, sys, threading, types
+from irprof.analyses.rank_cluster import ClusterOptions, open_runner
+
+def state():
+    return "irprof_fork_probe" in sys.modules, "irprof.readers.chrome_stream" in sys.modules
+
+def profiling(dask_worker):
+    return "profile" in dask_worker.periodic_callbacks
+
+if __name__ == "__main__":
+    sys.modules["irprof_fork_probe"] = types.ModuleType("irprof_fork_probe")
+    if sys.argv[1]:
+        sys.modules[sys.argv[1]] = types.ModuleType(sys.argv[1])
+    stop = threading.Event()
+    if sys.argv[2] == "thread":
+        threading.Thread(target=stop.wait).start()
+    with open_runner(ClusterOptions(workers=2), tasks=2) as runner:
+        seen = {"description": runner.description, "state": list(runner.client.run(state).values()),
+                "profiling": list(runner.client.run(profiling).values())}
+    stop.set()
+    print(json.dumps(seen))
+"""
 
 
 @pytest.fixture(name="ranks")
@@ -152,38 +173,26 @@ def test_serial_and_dask_summaries_agree_and_options_are_checked(
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="workers are forked on Linux only")
-@pytest.mark.parametrize(("framework", "thread"), [(None, False), ("torch", False), (None, True)])
+@pytest.mark.parametrize(("framework", "thread"), [("", ""), ("torch", ""), ("", "thread")])
 def test_local_workers_are_forked_unless_a_framework_runtime_or_a_thread_runs(
-    framework: str | None, thread: bool, monkeypatch: pytest.MonkeyPatch
+    framework: str, thread: str, tmp_path: Path
 ) -> None:
-    """Forked, a worker holds a module that exists only in this process's memory (a spawned one
+    """Forked, a worker holds a module that exists only in its parent's memory (a spawned one
     starts without it) and the readers before any task. With an ML framework loaded (its thread
     pools do not survive a fork) or another thread running, the workers are spawned and import
-    the readers themselves.
-    Either way no worker runs the statistical profiler (it feeds a dashboard not started)."""
-    from irprof.analyses.rank_cluster import ClusterOptions, DaskRunner, open_runner
-
-    monkeypatch.setitem(sys.modules, "irprof_fork_probe", types.ModuleType("irprof_fork_probe"))
-    if framework is not None:
-        monkeypatch.setitem(sys.modules, framework, types.ModuleType(framework))
-
-    def state() -> tuple[bool, bool]:
-        return "irprof_fork_probe" in sys.modules, "irprof.readers.chrome_stream" in sys.modules
-
-    def profiling(dask_worker: Any) -> bool:
-        return "profile" in dask_worker.periodic_callbacks
-
-    stop = threading.Event()
-    other = threading.Thread(target=stop.wait)
-    if thread:  # another thread running Python code: a lock it holds at a fork stays held
-        other.start()
-    try:
-        with open_runner(ClusterOptions(workers=2), tasks=2) as runner:
-            assert isinstance(runner, DaskRunner)
-            assert "2 worker(s)" in runner.description
-            seen = list(runner.client.run(state).values())
-            # no statistical profiler taking the GIL from the tasks every 10 ms
-            assert list(runner.client.run(profiling).values()) == [False, False]
-    finally:
-        stop.set()
-    assert seen == [(framework is None and not thread, True)] * 2
+    the readers themselves. Either way no worker runs the statistical profiler (it feeds a
+    dashboard not started). In a fresh process, as the CLI runs: this one's modules and threads
+    depend on the tests run before."""
+    script = tmp_path / "fork_probe.py"
+    script.write_text(FORK_PROBE)
+    done = subprocess.run(
+        [sys.executable, str(script), framework, thread],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert "2 worker(s)" in seen["description"]
+    assert seen["state"] == [[not framework and not thread, True]] * 2
+    assert seen["profiling"] == [False, False]
