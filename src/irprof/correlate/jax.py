@@ -33,11 +33,12 @@ from irprof.bundle import Manifest, RunBundle
 from irprof.correlate.base import CorrelationOptions, CorrelationResult
 from irprof.correlate.hlo import HloModuleInfo, decode_hlo_proto, parse_hlo_text
 from irprof.correlate.hlo_attribution import Attribution, attribute, rounded, thunk_events
-from irprof.correlate.hlo_ir_index import IrOpIndex
+from irprof.correlate.hlo_ir_index import IrOpIndex, implements
 from irprof.correlate.hlo_training import training_record
 from irprof.correlate.ledger import training_brief
 from irprof.coverage import is_trivial_op
 from irprof.errors import BundleError, CorrelationError, TraceFormatError
+from irprof.mlir.cost_model import is_payload
 from irprof.mlir.module_coverage import coverage_for
 from irprof.mlir.op_index import derive_op_infos
 from irprof.opprofile import OpKey, OpProfile, OpProfileEntry, ProfileData
@@ -47,6 +48,9 @@ LEVEL = "stablehlo"
 HLO_TEXT = "ir/hlo.txt"
 REMOVED_REASON = "removed by XLA"
 NO_WORK_REASON = "(no run-time work)"
+# An op of a region its parent applies (a sort's comparator, a reduce's combiner): it has no
+# kernel of its own and runs in the parent's, so its time is the parent's.
+PAYLOAD_REASON = "in a region"
 RULES = {"default": "flops", "flops": "flops", "even": "even"}
 
 
@@ -147,22 +151,39 @@ def _entries(
 def _unmatched_reasons(
     index: IrOpIndex, program: HloModuleInfo, annotated: set[int]
 ) -> dict[int, str]:
-    """Why each non-trivial op got nothing: removed by XLA, or kept but never run as a thunk."""
+    """Why each non-trivial op got nothing: run inside its parent's kernel, removed by XLA, or
+    kept but never run as a thunk."""
+    # Instructions carrying each op's location: of the op's own kind, or of others (the ops
+    # sharing that location, as `x + 0` shares it with the broadcast of its 0).
     in_hlo: dict[int, list[str]] = defaultdict(list)
+    others: dict[int, list[str]] = defaultdict(list)
     for instruction in program.instructions.values():
         for target in index.lookup(instruction.op_name, instruction.chain):
-            in_hlo[target.position].append(f"{instruction.opcode} {instruction.name}")
+            own = implements(instruction.opcode, index.infos[target.position].op_name)
+            found = in_hlo if own else others
+            found[target.position].append(f"{instruction.opcode} {instruction.name}")
     reasons: dict[int, str] = {}
     for position, info in enumerate(index.infos):
         if position in annotated or is_trivial_op(info.op_name):
             continue
-        if info.keys.name is None:
+        parent = info.op.parent
+        if parent is not None and is_payload(info.op):
+            reasons[position] = (
+                f"{PAYLOAD_REASON} {parent.name} applies, run in its kernel: its time is the "
+                "parent's"
+            )
+        elif info.keys.name is None:
             reasons[position] = "no name in its location (unknown location)"
         elif position in in_hlo:
             reasons[position] = (
                 "in the optimized HLO as "
                 + ", ".join(sorted(in_hlo[position])[:2])
                 + f" but in no profiled thunk {NO_WORK_REASON}"
+            )
+        elif position in others:
+            reasons[position] = (
+                f"{REMOVED_REASON}: folded or simplified away (only other kinds of instruction "
+                "carry its location: " + ", ".join(sorted(others[position])[:2]) + ")"
             )
         else:
             reasons[position] = f"{REMOVED_REASON}: folded, simplified or merged (CSE) away"
@@ -237,7 +258,7 @@ def correlate_program(
         not_executed={
             position
             for position, why in reasons.items()
-            if why.startswith(REMOVED_REASON) or why.endswith(NO_WORK_REASON)
+            if why.startswith((REMOVED_REASON, PAYLOAD_REASON)) or why.endswith(NO_WORK_REASON)
         },
         warnings=notes,
     )
