@@ -66,3 +66,34 @@ def test_wrong_input_shape(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     model = _refused(tmp_path, SMALL, "--input", "3x8xf32=1", "--input", "8x2xf32=1")
     err = capsys.readouterr().err
     assert model in err and "iree-benchmark-module" in err and "4x8" in err
+
+
+SORT = """func.func @main(%a: tensor<8x16xf32>) -> tensor<8x16xf32> {
+  %0 = "stablehlo.sort"(%a) <{dimension = 1 : i64, is_stable = true}> ({
+  ^bb0(%x: tensor<f32>, %y: tensor<f32>):
+    %lt = stablehlo.compare LT, %x, %y, FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1> loc("lt")
+    stablehlo.return %lt : tensor<i1>
+  }) : (tensor<8x16xf32>) -> tensor<8x16xf32> loc("sort")
+  return %0 : tensor<8x16xf32>
+}
+"""
+
+
+def test_a_sort_gets_its_comparators_work(tmp_path: Path) -> None:
+    """The sort's dispatch computes only the comparator's ops, which keep their own origin; the
+    time is the sort's (it applies the comparator per element), not the compare's."""
+    model = tmp_path / "sort.mlir"
+    model.write_text(SORT)
+    run = tmp_path / "run"
+    assert main(["capture", "iree", str(model), "-o", str(run), "--steps", "2"]) == 0
+    assert main(["annotate", str(run), "--level", "stablehlo"]) == 0
+    profile = orjson.loads((run / "opprofile.stablehlo.json").read_bytes())
+    timed = {entry["op"]: entry["profile"]["total_ns"] for entry in profile["entries"]}
+    assert set(timed) == {"stablehlo.sort"} and timed["stablehlo.sort"] > 0
+    record = orjson.loads((run / "coverage.json").read_bytes())["levels"]["stablehlo"]
+    assert record["attributed_ns"] == record["profiled_ns"]
+    assert [(op["op_name"], op["reason"]) for op in record["unmatched_ops"]] == [
+        ("stablehlo.compare", "in a region stablehlo.sort applies, run in its kernel: its time "
+         "is the parent's")
+    ]  # fmt: skip
+    assert record["ops_nontrivial"] == record["ops_nontrivial_annotated"] == 1

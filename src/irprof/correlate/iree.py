@@ -30,6 +30,7 @@ from irprof.correlate.iree_reasons import (
     source_reasons,
 )
 from irprof.correlate.iree_sites import SiteMap, assign_rows, launch_sites, region_plans
+from irprof.correlate.payload import payload_owners
 from irprof.coverage import UnmatchedEvent
 from irprof.errors import BundleError, CorrelationError
 from irprof.mlir.context import make_context
@@ -84,6 +85,7 @@ class IreeCorrelator:
         )
         plans = plan_dispatches(flow_infos, source_level, functions)
         sites = _site_map(bundle, trace, rows, flow_infos, source_level, functions)
+        fold_payload_weights([*plans.values(), *sites.plans.values()], source_infos)
         named = named_origins(flow_infos, plans, sites, source_level)
         missing = MissingOps(frozenset(), {})
         if level != FLOW:
@@ -101,6 +103,15 @@ class IreeCorrelator:
             manifest.steps,
             str(bundle.primary_trace_path.relative_to(bundle.root)),
         )
+
+
+def fold_payload_weights(plans: list[DispatchPlan], infos: list[OpInfo]) -> None:
+    """Give the work of a region a source op applies (its comparator or combiner, stamped on
+    the dispatch's body ops with their own origins) to that op (`correlate.payload`)."""
+    owners = payload_owners(infos)
+    for plan in plans:
+        for position in [position for position in plan.source_weights if position in owners]:
+            plan.source_weights[owners[position]] += plan.source_weights.pop(position)
 
 
 def _absorb(

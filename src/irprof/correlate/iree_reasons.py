@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from irprof.correlate.iree_absorbed import MissingOps, feeds_control_flow, is_reindexing
 from irprof.correlate.iree_dispatch import DispatchPlan, origins
 from irprof.correlate.iree_sites import SiteMap
+from irprof.correlate.payload import payload_reason
 from irprof.mlir.op_index import OpInfo
 
 INITIALIZER = "_initializer_"  # dispatch keys of module initializers (run once at load)
@@ -68,6 +69,11 @@ def source_reasons(
     free: set[int] = set()
     for position, info in enumerate(infos):
         if position in annotated:
+            continue
+        payload = payload_reason(info.op)
+        if payload is not None:  # its work was given to the op applying its region
+            reasons[position] = payload
+            free.add(position)
             continue
         reindexing = is_reindexing(info.op_name)
         key = named.computed_in.get(position) or named.in_dispatch.get(position)

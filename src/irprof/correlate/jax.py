@@ -36,9 +36,9 @@ from irprof.correlate.hlo_attribution import Attribution, attribute, rounded, th
 from irprof.correlate.hlo_ir_index import IrOpIndex, implements
 from irprof.correlate.hlo_training import training_record
 from irprof.correlate.ledger import training_brief
+from irprof.correlate.payload import PAYLOAD_REASON, payload_reason
 from irprof.coverage import is_trivial_op
 from irprof.errors import BundleError, CorrelationError, TraceFormatError
-from irprof.mlir.cost_model import is_payload
 from irprof.mlir.module_coverage import coverage_for
 from irprof.mlir.op_index import derive_op_infos
 from irprof.opprofile import OpKey, OpProfile, OpProfileEntry, ProfileData
@@ -48,9 +48,6 @@ LEVEL = "stablehlo"
 HLO_TEXT = "ir/hlo.txt"
 REMOVED_REASON = "removed by XLA"
 NO_WORK_REASON = "(no run-time work)"
-# An op of a region its parent applies (a sort's comparator, a reduce's combiner): it has no
-# kernel of its own and runs in the parent's, so its time is the parent's.
-PAYLOAD_REASON = "in a region"
 RULES = {"default": "flops", "flops": "flops", "even": "even"}
 
 
@@ -166,12 +163,9 @@ def _unmatched_reasons(
     for position, info in enumerate(index.infos):
         if position in annotated or is_trivial_op(info.op_name):
             continue
-        parent = info.op.parent
-        if parent is not None and is_payload(info.op):
-            reasons[position] = (
-                f"{PAYLOAD_REASON} {parent.name} applies, run in its kernel: its time is the "
-                "parent's"
-            )
+        payload = payload_reason(info.op)
+        if payload is not None:
+            reasons[position] = payload
         elif info.keys.name is None:
             reasons[position] = "no name in its location (unknown location)"
         elif position in in_hlo:
