@@ -87,3 +87,39 @@ def test_a_branch_predicate_feeds_control_flow() -> None:
     by_name = {info.op_name: info.op for info in infos}
     assert feeds_control_flow(by_name["stablehlo.compare"])  # through the convert
     assert not feeds_control_flow(by_name["stablehlo.add"])  # only reaches the return
+
+
+LOOP = """func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %zero = stablehlo.constant dense<0> : tensor<i32>
+  %y = stablehlo.exponential %x : tensor<4xf32>
+  %r:2 = stablehlo.while(%i = %zero, %v = %y) : tensor<i32>, tensor<4xf32>
+  cond {
+    %n = stablehlo.constant dense<3> : tensor<i32>
+    %lt = stablehlo.compare LT, %i, %n, SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    stablehlo.return %lt : tensor<i1>
+  } do {
+    %one = stablehlo.constant dense<1> : tensor<i32>
+    %next = stablehlo.add %i, %one : tensor<i32>
+    %t = stablehlo.tanh %v : tensor<4xf32>
+    stablehlo.return %next, %t : tensor<i32>, tensor<4xf32>
+  }
+  %out = stablehlo.negate %r#1 : tensor<4xf32>
+  return %out : tensor<4xf32>
+}
+"""
+
+
+def test_a_loop_condition_and_its_counter_feed_control_flow() -> None:
+    """The condition's compare decides whether the loop goes on; the counter `i + 1` reaches
+    it through the carried value; the carried tensor and the ops after the loop do not."""
+    module = parse_module(LOOP, make_context())
+    by_name = {info.op_name: info.op for info in derive_op_infos(module)}
+    assert feeds_control_flow(by_name["stablehlo.compare"])
+    assert feeds_control_flow(by_name["stablehlo.add"])
+    assert not feeds_control_flow(by_name["stablehlo.tanh"])
+    assert not feeds_control_flow(by_name["stablehlo.negate"])
+    # the initial values: the counter's start decides, the carried tensor's does not
+    infos = derive_op_infos(module)
+    zero = next(info.op for info in infos if info.op_name == "stablehlo.constant")
+    assert feeds_control_flow(zero)
+    assert not feeds_control_flow(by_name["stablehlo.exponential"])  # the carried tensor's start

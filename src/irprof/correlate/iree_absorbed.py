@@ -16,7 +16,7 @@ told apart on the source IR alone:
 from __future__ import annotations
 
 import math
-from collections import defaultdict
+from collections import defaultdict, deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -144,21 +144,61 @@ def absorbing_consumers(
 
 
 def feeds_control_flow(op: ir.Operation, limit: int = 64) -> bool:
-    """Whether `op`'s results reach an op with regions (a `case`, `if` or `while` deciding
-    which code runs) through ops without regions: a branch predicate or a loop bound."""
-    frontier = [op]
+    """Whether `op`'s results decide which code runs: they reach a branch (an `if`'s predicate,
+    a `case`'s index) or a loop's condition through ops without regions. A loop is an op whose
+    regions take the carried values as block arguments (a `while`): what its first region
+    yields is the condition, and an initial value or what a later region yields is carried, to
+    the same argument of each region (a counter `i + 1` reaches the condition `i < n`)."""
+    frontier = deque(op.results)  # breadth first: a loop's carried values come back around
     seen = 0
     while frontier and seen < limit:
-        current = frontier.pop()
+        value = frontier.popleft()
         seen += 1
-        for result in current.results:
-            for use in result.uses:
-                user = use.owner
-                if len(user.regions) and not user.name.endswith(TERMINATORS):
-                    return True
-                if not user.name.endswith(TERMINATORS):
-                    frontier.append(user)
+        for use in value.uses:
+            user = use.owner
+            if not user.name.endswith(TERMINATORS):
+                if _is_loop(user):  # an initial carried value: follow it into the regions
+                    frontier.extend(_carried(user, use.operand_number))
+                elif len(user.regions):
+                    return True  # a branch's predicate or index
+                else:
+                    frontier.extend(user.results)
+                continue
+            loop, region = _loop_yielding_to(user)
+            if loop is None:
+                continue  # a function's or a branch's result: no decision here
+            if region == 0:
+                return True
+            frontier.extend(_carried(loop, use.operand_number))
     return False
+
+
+def _loop_yielding_to(terminator: ir.Operation) -> tuple[ir.Operation | None, int]:
+    """The loop whose region `terminator` ends, and that region's index; (None, -1) when the
+    region's owner is not a loop (its first region takes no block arguments)."""
+    region = terminator.operation.block.region
+    owner = region.owner
+    if not _is_loop(owner):
+        return None, -1
+    for index, candidate in enumerate(owner.regions):
+        if candidate == region:
+            return owner, index
+    return None, -1
+
+
+def _is_loop(op: ir.Operation) -> bool:
+    """Two regions or more, the first taking block arguments (the carried values): a loop."""
+    regions = list(op.regions)
+    return len(regions) >= 2 and bool(regions[0].blocks) and bool(regions[0].blocks[0].arguments)
+
+
+def _carried(loop: ir.Operation, index: int) -> list[ir.Value]:
+    """Block argument `index` of each of the loop's regions: where a carried value goes."""
+    return [
+        region.blocks[0].arguments[index]
+        for region in loop.regions
+        if region.blocks and index < len(region.blocks[0].arguments)
+    ]
 
 
 def source_work(op: ir.Operation) -> float:
