@@ -93,7 +93,7 @@ def marker_median_ns(bundle: RunBundle) -> int:
 
 def capture_torch_round(script: Path, out: Path, steps: int) -> Figures:
     """One `irprof capture torch` (torch level only: lowering is not what is measured)."""
-    from irprof.capture.torch import TorchCaptureOptions, capture_torch
+    from irprof.frameworks.torch.capture import TorchCaptureOptions, capture_torch
 
     options = with_mode(TorchCaptureOptions(steps=steps, levels=("torch",)), script)
     figures = recorded_figures(capture_torch(script, out, options))
@@ -104,7 +104,7 @@ def capture_torch_round(script: Path, out: Path, steps: int) -> Figures:
 
 def capture_jax_round(script: Path, out: Path, steps: int) -> Figures:
     """One `irprof capture jax`; baselines from the manifest, else measured here."""
-    from irprof.capture.jax import JaxCaptureOptions, capture_jax
+    from irprof.frameworks.jax.capture import JaxCaptureOptions, capture_jax
 
     bundle = capture_jax(script, out, with_mode(JaxCaptureOptions(steps=steps), script))
     return recorded_figures(bundle) or fallback_figures("jax", script, bundle, steps)
@@ -112,7 +112,7 @@ def capture_jax_round(script: Path, out: Path, steps: int) -> Figures:
 
 def capture_tf_round(script: Path, out: Path, steps: int) -> Figures:
     """One `irprof capture tf`; baselines from the manifest, else measured here."""
-    from irprof.capture.tf import TfCaptureOptions, capture_tf
+    from irprof.frameworks.tf.capture import TfCaptureOptions, capture_tf
 
     options = with_mode(TfCaptureOptions(steps=steps), script)
     bundle = capture_tf(script, out, options, force=True)
@@ -162,11 +162,11 @@ def tf_baselines(script: Path, steps: int) -> tuple[int, int]:
 
     import tensorflow as tf
 
-    from irprof.capture import tf_runner
+    from irprof.frameworks.tf import runner as tf_runner
 
     # `run_step` (one step, outputs fetched) lives in the runner or its stepping half.
     holder = tf_runner if hasattr(tf_runner, "run_step") else None
-    holder = holder or importlib.import_module("irprof.capture.tf_steps_runner")
+    holder = holder or importlib.import_module("irprof.frameworks.tf.steps_runner")
     run_step: Callable[[Any, tuple[Any, ...]], None] = holder.run_step
     fn, inputs = tf_runner.resolve_model(
         tf_runner.load_entry(script, "irprof_model"), mode_of(script)

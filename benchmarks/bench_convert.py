@@ -53,7 +53,7 @@ events = len(trace)
     "streamed convert": f"""
 import json, resource, sys, time
 from pathlib import Path
-from irprof.readers.chrome_stream import stream_chrome_to_parquet
+from irprof.readers.chrome.stream import stream_chrome_to_parquet
 cpu = {CPU}; start = time.perf_counter()
 events = stream_chrome_to_parquet(Path(sys.argv[1]), Path(sys.argv[2])).events
 """,

@@ -91,7 +91,7 @@ def rank_files(ranks: int, rank_mb: int) -> Path:
 CONVERT_SOME = """
 import sys
 from pathlib import Path
-from irprof.readers.chrome_stream import stream_chrome_to_parquet
+from irprof.readers.chrome.stream import stream_chrome_to_parquet
 for source in sys.argv[2:]:
     stream_chrome_to_parquet(Path(source), Path(sys.argv[1]) / (Path(source).stem + ".parquet"))
 """

@@ -16,12 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from irprof.bundle import RunBundle
-from irprof.capture.jax import JaxCaptureOptions, capture_jax
-from irprof.capture.torch import TorchCaptureOptions, capture_torch
 from irprof.correlate.base import CorrelationOptions, CorrelationResult
-from irprof.correlate.iree import CORRELATOR as IREE_CORRELATOR
 from irprof.errors import IrprofError
 from irprof.frameworks import get_all_frameworks
+from irprof.frameworks.iree.correlate import CORRELATOR as IREE_CORRELATOR
+from irprof.frameworks.jax.capture import JaxCaptureOptions, capture_jax
+from irprof.frameworks.torch.capture import TorchCaptureOptions, capture_torch
 
 EXAMPLES = Path(__file__).resolve().parent
 SCRIPTS = tuple(

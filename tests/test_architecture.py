@@ -34,7 +34,7 @@ def documented_layers() -> dict[str, int]:
 
 
 def unit_of(module: str) -> str:
-    """`irprof.correlate.tf` -> `correlate`; `irprof` (the package init) -> `irprof`."""
+    """`irprof.frameworks.tf.correlate` -> `correlate`; `irprof` (the package init) -> `irprof`."""
     parts = module.split(".")
     return parts[1] if len(parts) > 1 else "irprof"
 
@@ -85,13 +85,82 @@ def test_no_import_runs_up_or_sideways() -> None:
 
 def test_the_layer_check_catches_upward_and_sideways_imports() -> None:
     planted = {
-        "irprof.correlate.torch": {"irprof.passes.reattach"},  # up: passes sit above correlate
-        "irprof.readers.chrome": {"irprof.coverage"},  # sideways: same line
-        "irprof.passes.tf_pgo": {"irprof.correlate.tf"},  # down: allowed
+        "irprof.correlate.ledger": {"irprof.passes.reattach"},  # up: passes sit above correlate
+        "irprof.readers.chrome.reader": {"irprof.coverage"},  # sideways: same line
+        "irprof.frameworks.tf.pgo_pass": {"irprof.frameworks.tf.correlate"},  # down: allowed
     }
     assert layer_violations(planted, documented_layers()) == [
-        "irprof.correlate.torch imports irprof.passes.reattach (correlate -> passes)",
-        "irprof.readers.chrome imports irprof.coverage (readers -> coverage)",
+        "irprof.correlate.ledger imports irprof.passes.reattach (correlate -> passes)",
+        "irprof.readers.chrome.reader imports irprof.coverage (readers -> coverage)",
+    ]
+
+
+def framework_sides() -> dict[str, int]:
+    """Framework module name -> side rank (0 = top) from the ```framework-sides block."""
+    text = ARCHITECTURE.read_text(encoding="utf-8")
+    found = re.search(r"```framework-sides\n(.*?)```", text, re.S)
+    assert found, f"{ARCHITECTURE}: no ```framework-sides block"
+    sides: dict[str, int] = {}
+    for rank, line in enumerate(found.group(1).split("\n")):
+        for name in line.split():
+            assert name not in sides, f"{name} listed twice in {ARCHITECTURE}"
+            sides[name] = rank
+    return sides
+
+
+def framework_part(module: str) -> tuple[str, str] | None:
+    """`irprof.frameworks.tf.capture` -> ("tf", "capture"); None outside a framework package."""
+    parts = module.split(".")
+    if len(parts) < 4 or parts[:2] != ["irprof", "frameworks"]:
+        return None
+    return parts[2], parts[3]
+
+
+# The one module of a framework that others may import: IREE compiling another stack's IR.
+SHARED_FRAMEWORK_MODULES = {"irprof.frameworks.iree.backend"}
+
+
+def framework_violations(imports: dict[str, set[str]], sides: dict[str, int]) -> list[str]:
+    """Imports across frameworks, and from a framework's capture side up to its correlation side."""
+    found = []
+    for module, imported in sorted(imports.items()):
+        source = framework_part(module)
+        if source is None:
+            continue
+        for name in sorted(imported):
+            target = framework_part(name)
+            if target is None:
+                continue
+            if target[0] != source[0]:
+                if not any(name.startswith(shared) for shared in SHARED_FRAMEWORK_MODULES):
+                    found.append(f"{module} imports {name} (framework {source[0]} -> {target[0]})")
+            elif sides[target[1]] < sides[source[1]]:
+                found.append(f"{module} imports {name} ({source[1]} -> {target[1]}: up a side)")
+    return found
+
+
+def test_every_framework_module_is_placed_on_a_side() -> None:
+    sides = framework_sides()
+    names = {part[1] for module in module_imports() if (part := framework_part(module))}
+    assert names - set(sides) == set(), "add these modules to docs/architecture.md's sides"
+
+
+def test_frameworks_import_only_down_their_own_sides_and_iree_backend() -> None:
+    assert framework_violations(module_imports(), framework_sides()) == []
+
+
+def test_the_framework_check_catches_sideways_and_upward_imports() -> None:
+    planted = {
+        "irprof.frameworks.jax.capture": {"irprof.frameworks.iree.backend"},  # allowed
+        "irprof.frameworks.torch.correlate": {"irprof.frameworks.jax.hlo"},  # across frameworks
+        "irprof.frameworks.tf.runner": {"irprof.frameworks.tf.correlate"},  # capture -> correlate
+        "irprof.frameworks.tf.correlate": {"irprof.frameworks.tf.paths"},  # down: allowed
+    }
+    assert framework_violations(planted, framework_sides()) == [
+        "irprof.frameworks.tf.runner imports irprof.frameworks.tf.correlate "
+        "(runner -> correlate: up a side)",
+        "irprof.frameworks.torch.correlate imports irprof.frameworks.jax.hlo "
+        "(framework torch -> jax)",
     ]
 
 

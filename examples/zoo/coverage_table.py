@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from irprof.bundle import RunBundle
-from irprof.capture.jax import JaxCaptureOptions, capture_jax
-from irprof.capture.tf import TfCaptureOptions, capture_tf
-from irprof.capture.torch import TorchCaptureOptions, capture_torch
 from irprof.correlate.base import CorrelationOptions, CorrelationResult
+from irprof.frameworks.jax.capture import JaxCaptureOptions, capture_jax
+from irprof.frameworks.tf.capture import TfCaptureOptions, capture_tf
+from irprof.frameworks.torch.capture import TorchCaptureOptions, capture_torch
 
 ZOO = Path(__file__).resolve().parent
 STEPS = 2
@@ -65,7 +65,7 @@ def capture(model: str, out: Path) -> RunBundle:
 def measure(model: str, bundle: RunBundle) -> list[LevelCoverage]:
     """Correlate every level the bundle has."""
     framework = framework_of(model)
-    correlator = importlib.import_module(f"irprof.correlate.{framework}").CORRELATOR
+    correlator = importlib.import_module(f"irprof.frameworks.{framework}.correlate").CORRELATOR
     rows = []
     for level in correlator.levels:
         if level not in bundle.manifest().ir_levels:

@@ -205,7 +205,8 @@ def load_coverages(path: str | Path) -> dict[str, Coverage]:
     for level, raw in parsed.levels.items():
         try:
             record = msgspec.json.decode(raw, type=_CoverageSchema, strict=True)
-        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError) as exc:
+            # A `Raw` value is not UTF-8 checked by the outer decode; its own decode checks it.
             where = str(exc).replace("`$", f"`$.levels.{level}")
             raise BundleError(f"{path}: malformed coverage record: {where}; {fix}") from exc
         if record.level != level:

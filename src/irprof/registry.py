@@ -3,7 +3,7 @@
 Every extension point (trace readers, frameworks, passes, renderers, colour maps) is a `Registry`
 filled with one line per entry, so nothing is imported until a command asks for it by name:
 
-    READERS.register("chrome", "irprof.readers.chrome:READER")
+    READERS.register("chrome", "irprof.readers.chrome.reader:READER")
 """
 
 from __future__ import annotations

@@ -212,5 +212,5 @@ def _other_threads() -> list[threading.Thread]:
 
 def _warm_up() -> None:
     """Import what rank tasks use (a second of numpy, pyarrow, msgspec and irprof modules)."""
-    for name in ("irprof.analyses.rank_dataset", "irprof.readers.chrome_stream", "pyarrow.parquet"):
+    for name in ("irprof.analyses.rank_dataset", "irprof.readers.chrome.stream", "pyarrow.parquet"):
         importlib.import_module(name)

@@ -78,7 +78,7 @@ def convert_trace_file(
 ) -> ConvertedTrace:
     """Convert a trace to irprof Parquet (or events.json by suffix): Chrome JSON is streamed in
     bounded memory unless `in_memory`; other formats are read whole, then saved."""
-    from irprof.readers.chrome_stream import stream_chrome_to_parquet
+    from irprof.readers.chrome.stream import stream_chrome_to_parquet
 
     path = resolve_trace_file(source)
     if output.suffix == ".parquet" and not in_memory and _is_chrome(path, format):

@@ -291,7 +291,7 @@ def training_summary(
     ]
     linked_ns = sum(op_ns.get(p, 0) for p in phases.forward_of)
     return {
-        # The same record as PyTorch's (`correlate/torch_training.py`): `phases_ns` adds up to
+        # The same record as PyTorch's (`frameworks/torch/training.py`): `phases_ns` adds up to
         # the profiled time; here every phase is IR ops, so a phase's profiled time is its
         # attributed time (events no op received have no phase: `unattributed`) and no phase is
         # a bucket of its own.

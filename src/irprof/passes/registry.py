@@ -2,7 +2,7 @@
 
 To add a pass, write `irprof/passes/<module>.py` with a frozen dataclass (ClassVar `name`,
 `summary`, option fields, `run(root)`) and add ONE line below, e.g.
-    _PASSES.register("irprof-tf-pgo", "irprof.passes.tf_pgo:TfPgoPass")
+    _PASSES.register("irprof-tf-pgo", "irprof.frameworks.tf.pgo_pass:TfPgoPass")
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ _PASSES.register("irprof-strip", "irprof.passes.strip:StripPass")
 _PASSES.register("irprof-stamp-origin", "irprof.passes.stamp_origin:StampOriginPass")
 _PASSES.register("irprof-copy-loc-to-body", "irprof.passes.copy_loc_to_body:CopyLocToBodyPass")
 _PASSES.register("irprof-reattach", "irprof.passes.reattach:ReattachPass")
-_PASSES.register("irprof-tf-pgo", "irprof.passes.tf_pgo:TfPgoPass")
+_PASSES.register("irprof-tf-pgo", "irprof.frameworks.tf.pgo_pass:TfPgoPass")
 _PASSES.register("irprof-cost", "irprof.passes.cost:CostPass")
 
 

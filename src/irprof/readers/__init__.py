@@ -48,7 +48,7 @@ _READERS.register("xplane", "irprof.readers.xplane:READER")
 _READERS.register("events", "irprof.readers.irprof_events:EVENTS_READER")
 _READERS.register("parquet", "irprof.readers.irprof_events:PARQUET_READER")
 _READERS.register("iree-profile", "irprof.readers.iree_profile:READER")
-_READERS.register("chrome", "irprof.readers.chrome:READER")
+_READERS.register("chrome", "irprof.readers.chrome.reader:READER")
 
 
 def get_all_readers() -> Registry[TraceReader]:

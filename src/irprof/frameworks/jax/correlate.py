@@ -1,0 +1,287 @@
+"""JAX/XLA correlator: XLA:CPU thunk events -> HLO instructions -> StableHLO ops.
+
+Steps (docs/frameworks.md, JAX section):
+1. Read the bundle's XPlane. Its `/host:metadata` plane holds each program's HloProto
+   (`Trace.hlo_programs`), so the trace alone is enough; `RUN/ir/hlo.txt` is the fallback.
+2. Thunk events (argument `hlo_op`, of the profiled `hlo_module`) with async durations resolved
+   (`hlo_attribution.thunk_events`).
+3. Each thunk -> its HLO instruction and, for a fusion, every instruction of the fused
+   computation -> (op_name, source chain) -> StableHLO ops (`hlo_ir_index.IrOpIndex`), time
+   shared by the fused-time rule (`CorrelationOptions.fused_time_rule`: "default"/"flops" or
+   "even", see `hlo_attribution`).
+4. One `OpProfile` entry per annotated op, keyed by the op's own `OpKey` (name, source,
+   ordinal), `kernels` = the exact thunk event names, `fused_with` = key names of the other ops
+   sharing a thunk. `func.call` ops of inlined private functions get the inclusive time of the
+   ops reached through them.
+
+Unattributed events (no metadata: layout copies) are listed in the coverage with their time.
+Ops XLA removed (folded, CSE'd, turned into bitcasts: their identity is in no instruction of the
+compiled program) are listed with that reason and left out of `ops_nontrivial`, since they do no
+work at run time; they are counted in `Coverage.ops_not_executed` and listed with their reason.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+
+from iree.compiler import ir
+
+from irprof.bundle import Manifest, RunBundle
+from irprof.correlate.base import CorrelationOptions, CorrelationResult
+from irprof.correlate.ledger import training_brief
+from irprof.correlate.payload import PAYLOAD_REASON, payload_reason
+from irprof.coverage import is_trivial_op
+from irprof.errors import BundleError, CorrelationError, TraceFormatError
+from irprof.frameworks.jax.attribution import Attribution, attribute, rounded, thunk_events
+from irprof.frameworks.jax.hlo import HloModuleInfo, decode_hlo_proto, parse_hlo_text
+from irprof.frameworks.jax.ir_index import IrOpIndex, implements
+from irprof.frameworks.jax.training import training_record
+from irprof.mlir.module_coverage import coverage_for
+from irprof.mlir.op_index import derive_op_infos
+from irprof.opprofile import OpKey, OpProfile, OpProfileEntry, ProfileData
+from irprof.trace.model import Trace
+
+LEVEL = "stablehlo"
+HLO_TEXT = "ir/hlo.txt"
+REMOVED_REASON = "removed by XLA"
+NO_WORK_REASON = "(no run-time work)"
+RULES = {"default": "flops", "flops": "flops", "even": "even"}
+
+
+def _module_name(trace: Trace, manifest: Manifest) -> str:
+    """The profiled HLO module: the manifest's, else the one with the most thunk time."""
+    declared = manifest.option_str("hlo_module", "")
+    if declared:
+        return declared
+    totals: dict[str, int] = defaultdict(int)
+    for row, module in enumerate(trace.arg_column("hlo_module")):
+        if module is not None:
+            totals[str(module)] += int(trace.dur_ns[row])
+    if not totals:
+        raise CorrelationError("the trace has no XLA thunk events (no 'hlo_module' argument)")
+    return max(totals, key=lambda name: totals[name])
+
+
+def load_program(
+    trace: Trace, module_name: str, bundle: RunBundle, trace_path: Path
+) -> tuple[HloModuleInfo, list[str]]:
+    """The profiled program from the trace's HloProtos, else from `ir/hlo.txt`."""
+    warnings: list[str] = []
+    ids = {a for a in trace.arg_column("program_id") if a is not None}
+    candidates = [p for p in trace.hlo_programs if p.name == module_name]
+    candidates.sort(key=lambda p: p.program_id not in ids)
+    for program in candidates:
+        try:
+            return decode_hlo_proto(
+                program.proto, program.program_id, what=str(trace_path)
+            ), warnings
+        except ValueError as exc:
+            warnings.append(str(exc))
+    hlo_text = bundle.root / HLO_TEXT
+    if not hlo_text.exists():
+        raise CorrelationError(
+            f"{trace_path}: no HloProto for module '{module_name}' in the trace's metadata plane "
+            f"and no {HLO_TEXT} in {bundle.root}; re-capture with `irprof capture jax`"
+        )
+    warnings.append(f"HloProto of {module_name} not in the trace; used {HLO_TEXT}")
+    hlo_text = bundle.member(HLO_TEXT, what="optimized HLO text")
+    try:
+        return parse_hlo_text(hlo_text.read_text(encoding="utf-8")), warnings
+    except ValueError as exc:
+        raise TraceFormatError(hlo_text, str(exc)) from exc
+
+
+def _entries(
+    index: IrOpIndex, attribution: Attribution, trace: Trace, profiled_ns: int, module: str
+) -> tuple[list[OpProfileEntry], set[int]]:
+    """One OpProfile entry per op that received time, keyed by the op's own key.
+
+    Ops get their ledger shares; a call op is reported once, inclusively (the time of the ops
+    reached through it, plus its own, rarely any).
+    """
+    ledger = attribution.ledger
+    entries: list[OpProfileEntry] = []
+    annotated: set[int] = set()
+
+    def name_of(position: int) -> str:
+        return index.infos[position].key.name or index.infos[position].op_name
+
+    for position in sorted(set(ledger.accounts) | set(attribution.call_time)):
+        info = index.infos[position]
+        key = info.key
+        if key.name is None and key.source is None:
+            continue
+        if position in attribution.call_time:
+            rows, durations = rounded(attribution.call_time[position])
+            own = ledger.accounts.get(position)
+            data = ProfileData.from_durations(
+                [*durations, *(own.durations if own else [])],
+                min(int(trace.ts_ns[r]) for r in rows),
+                profiled_ns,
+                kernels=sorted({trace.name_of(r) for r in rows}),
+                source=f"xplane:{module}:inclusive",
+            )
+        else:
+            data = ledger.profile_data(position, profiled_ns, name_of)
+            data = dataclasses.replace(
+                data,
+                kernels=tuple(sorted(set(data.kernels))),
+                fused_with=tuple(sorted(set(data.fused_with) - {key.name or ""})),
+                source=f"xplane:{module}:"
+                + ",".join(sorted(attribution.op_instructions[position])),
+            )
+        entries.append(
+            OpProfileEntry(
+                key=OpKey(name=key.name, source=key.source, origin=key.origin, ordinal=key.ordinal),
+                data=data,
+                op_name=info.op_name,
+                location=" <- ".join(info.keys.chain[:2]),
+            )
+        )
+        annotated.add(position)
+    return entries, annotated
+
+
+def _unmatched_reasons(
+    index: IrOpIndex, program: HloModuleInfo, annotated: set[int]
+) -> dict[int, str]:
+    """Why each non-trivial op got nothing: run inside its parent's kernel, removed by XLA, or
+    kept but never run as a thunk."""
+    # Instructions carrying each op's location: of the op's own kind, or of others (the ops
+    # sharing that location, as `x + 0` shares it with the broadcast of its 0).
+    in_hlo: dict[int, list[str]] = defaultdict(list)
+    others: dict[int, list[str]] = defaultdict(list)
+    for instruction in program.instructions.values():
+        for target in index.lookup(instruction.op_name, instruction.chain):
+            own = implements(instruction.opcode, index.infos[target.position].op_name)
+            found = in_hlo if own else others
+            found[target.position].append(f"{instruction.opcode} {instruction.name}")
+    reasons: dict[int, str] = {}
+    for position, info in enumerate(index.infos):
+        if position in annotated or is_trivial_op(info.op_name):
+            continue
+        payload = payload_reason(info.op)
+        if payload is not None:
+            reasons[position] = payload
+        elif info.keys.name is None:
+            reasons[position] = "no name in its location (unknown location)"
+        elif position in in_hlo:
+            reasons[position] = (
+                "in the optimized HLO as "
+                + ", ".join(sorted(in_hlo[position])[:2])
+                + f" but in no profiled thunk {NO_WORK_REASON}"
+            )
+        elif position in others:
+            reasons[position] = (
+                f"{REMOVED_REASON}: folded or simplified away (only other kinds of instruction "
+                "carry its location: " + ", ".join(sorted(others[position])[:2]) + ")"
+            )
+        else:
+            reasons[position] = f"{REMOVED_REASON}: folded, simplified or merged (CSE) away"
+    return reasons
+
+
+class JaxCorrelator:
+    """Joins XLA:CPU thunk events to StableHLO ops."""
+
+    framework = "jax"
+    levels: tuple[str, ...] = (LEVEL,)
+
+    def correlate(
+        self, bundle: RunBundle, level: str, options: CorrelationOptions
+    ) -> CorrelationResult:
+        """Correlate the bundle's trace with `RUN/ir/stablehlo.mlir`."""
+        if level != LEVEL:
+            raise BundleError(f"{bundle.root}: the jax correlator annotates only '{LEVEL}'")
+        rule = RULES.get(options.fused_time_rule)
+        if rule is None:
+            raise CorrelationError(
+                f"unknown fused-time rule '{options.fused_time_rule}' (known: {', '.join(RULES)})"
+            )
+        manifest = bundle.manifest()
+        # The XPlane, when listed, is the primary trace: it carries the HloProtos.
+        trace_path = bundle.primary_trace_path
+        trace = bundle.trace()
+        module_name = _module_name(trace, manifest)
+        program, warnings = load_program(trace, module_name, bundle, trace_path)
+        return correlate_program(
+            bundle.ir(level),
+            trace,
+            program,
+            module_name,
+            rule=rule,
+            steps=manifest.steps,
+            source_trace=str(trace_path.relative_to(bundle.root)),
+            warnings=warnings,
+        )
+
+
+def correlate_program(
+    module: ir.Module,
+    trace: Trace,
+    program: HloModuleInfo,
+    module_name: str,
+    *,
+    rule: str = "flops",
+    steps: int = 0,
+    source_trace: str = "",
+    warnings: Sequence[str] = (),
+) -> CorrelationResult:
+    """Join the thunk events of `module_name` in `trace` to the ops of a StableHLO `module`."""
+    index = IrOpIndex(derive_op_infos(module))
+    notes = list(warnings)
+    events, other_modules = thunk_events(trace, module_name)
+    if other_modules:
+        notes.append(f"thunks of other XLA modules ignored: {', '.join(other_modules)}")
+    profiled_ns = sum(e.dur_ns for e in events)
+    attribution = attribute(events, program, index, rule)
+    attribution.ledger.close(profiled_ns, f"{source_trace or 'trace'} -> {LEVEL}")
+    entries, annotated = _entries(index, attribution, trace, profiled_ns, module_name)
+    reasons = _unmatched_reasons(index, program, annotated)
+    coverage = coverage_for(
+        [(info.op, info.key) for info in index.infos],
+        annotated,
+        level=LEVEL,
+        profiled_ns=profiled_ns,
+        attributed_ns=attribution.ledger.attributed_ns,
+        unmatched_events=attribution.ledger.unmatched_events(),
+        reasons=reasons,
+        not_executed={
+            position
+            for position, why in reasons.items()
+            if why.startswith((REMOVED_REASON, PAYLOAD_REASON)) or why.endswith(NO_WORK_REASON)
+        },
+        warnings=notes,
+    )
+    opprofile = OpProfile(
+        level=LEVEL,
+        framework="jax",
+        entries=tuple(entries),
+        totals={
+            "profiled_ns": profiled_ns,
+            **attribution.ledger.totals(),
+            "steps": steps,
+            "thunk_events": len(events),
+            "async_thunk_events": sum(1 for e in events if e.async_end_row is not None),
+            "hlo_module": module_name,
+            "program_id": program.program_id,
+            "fused_time_rule": rule,
+        },
+        source_trace=source_trace,
+    )
+    extra: dict[str, object] = dict(attribution.ledger.totals())
+    training = training_record(index, attribution.ledger)
+    if training is not None:
+        # Phase totals in the coverage; the backward -> forward rows in opprofile.json.
+        opprofile = dataclasses.replace(
+            opprofile, totals={**opprofile.totals, "training": training}
+        )
+        extra["training"] = training_brief(training)
+    coverage = dataclasses.replace(coverage, extra=extra)
+    return CorrelationResult(opprofile, coverage)
+
+
+CORRELATOR = JaxCorrelator()

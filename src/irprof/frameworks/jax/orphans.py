@@ -1,0 +1,143 @@
+"""Kernels XLA created without op metadata, placed by the program's structure.
+
+XLA's rewrites sometimes build a new instruction and drop the metadata of the one it replaced:
+the weight gradient of a convolution comes out as a bare `convolution` fed by two
+`transpose_copy_fusion`s that lay its operands out, none with an `op_name`. Two rules, both
+from structure, never from names:
+
+1. A compute instruction without metadata (not data movement) stands for the IR ops of the
+   kind it implements (`convolution` -> `stablehlo.convolution`) that no instruction with
+   metadata reaches, whose result has as many elements as the instruction's; it is placed only
+   when exactly one such op exists in the module.
+2. A data-movement or type-conversion kernel without metadata (a layout copy, the bf16 -> f32
+   `convert` XLA:CPU puts before a convolution) runs for the instruction that consumes it: when
+   its only consumer (looking through metadata-less bitcasts and tuples) is placed, by its
+   metadata or by rule 1, the kernel's time goes to that consumer's ops (a copy into a loop's
+   initial state goes to the `while`).
+3. Such a kernel inside a loop body or condition (a copy of the induction variable) is the
+   loop's plumbing: its time goes to the ops of the one `while` instruction running that
+   computation.
+
+What neither rule places stays unattributed with the reason it has today.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass
+
+from irprof.correlate.flops import shape_of
+from irprof.frameworks.jax.hlo import DATA_MOVEMENT_OPCODES, HloInstructionInfo, HloModuleInfo
+from irprof.frameworks.jax.ir_index import IrOpIndex, IrTarget, implements
+
+PASS_THROUGH = frozenset({"bitcast", "tuple", "get-tuple-element"})
+# Kernels that only prepare an operand for their consumer: layouts, element types.
+PREPARATION = DATA_MOVEMENT_OPCODES | {"convert"}
+LOOPS = frozenset({"while"})
+MAX_BITCAST_HOPS = 8
+
+
+@dataclass(frozen=True)
+class OrphanPlacement:
+    """Where a metadata-less kernel's time goes: the IR targets, or the instruction it feeds."""
+
+    targets: tuple[IrTarget, ...] = ()
+    consumer: str = ""  # the instruction whose plan the kernel's time follows (rule 2)
+    how: str = ""
+
+
+class OrphanResolver:
+    """Places metadata-less kernels of one program (see module docstring)."""
+
+    def __init__(self, program: HloModuleInfo, index: IrOpIndex) -> None:
+        self.program = program
+        self.index = index
+        self.users: dict[str, list[str]] = defaultdict(list)
+        self.callers: dict[str, list[str]] = defaultdict(list)
+        reached: set[int] = set()
+        for instruction in program.instructions.values():
+            for operand in instruction.operands:
+                self.users[operand].append(instruction.name)
+            for computation in instruction.called:
+                self.callers[computation].append(instruction.name)
+            if instruction.op_name:
+                reached.update(
+                    t.position for t in index.lookup(instruction.op_name, instruction.chain)
+                )
+        self.lost = [
+            position
+            for position, info in enumerate(index.infos)
+            if position not in reached and info.op_name not in ("func.func", "builtin.module")
+        ]
+        self._cache: dict[str, OrphanPlacement | None] = {}
+
+    def place(self, instruction: str) -> OrphanPlacement | None:
+        """Where the kernel of a metadata-less `instruction` belongs, or None."""
+        if instruction not in self._cache:
+            self._cache[instruction] = None  # guards cycles
+            self._cache[instruction] = self._place(instruction)
+        return self._cache[instruction]
+
+    def _place(self, instruction: str) -> OrphanPlacement | None:
+        members = self.program.kernel_members(instruction)
+        if not members or any(m.op_name for m in members):
+            return None
+        compute = [m for m in members if m.opcode not in PREPARATION | {"fusion", "call"}]
+        if compute:
+            targets = [t for m in compute for t in self._lost_op(m)]
+            if len(compute) == 1 and len(targets) == 1:
+                return OrphanPlacement(
+                    tuple(targets), how=f"the only {compute[0].opcode} op XLA's metadata lost"
+                )
+            return None
+        consumer = self._only_consumer(instruction)
+        if consumer is None:
+            return self._loop_plumbing(instruction)
+        fed = self.program.instructions[consumer]
+        if fed.op_name or any(m.op_name for m in self.program.kernel_members(consumer)):
+            return OrphanPlacement(consumer=consumer, how=f"layout copy feeding {consumer}")
+        placed = self.place(consumer)
+        if placed is None:
+            return None
+        return OrphanPlacement(
+            placed.targets, placed.consumer, how=f"layout copy feeding {consumer}"
+        )
+
+    def _lost_op(self, member: HloInstructionInfo) -> list[IrTarget]:
+        found = []
+        for position in self.lost:
+            info = self.index.infos[position]
+            if not implements(member.opcode, info.op_name):
+                continue
+            results = list(info.op.results)
+            shape = shape_of(results[0].type) if results else None
+            if shape is not None and math.prod(shape) != member.elements:
+                continue
+            found.append(IrTarget(position, ()))
+        return found
+
+    def _only_consumer(self, instruction: str) -> str | None:
+        current = instruction
+        for _ in range(MAX_BITCAST_HOPS):
+            users = list(dict.fromkeys(self.users.get(current, [])))
+            if len(users) != 1:
+                return None
+            user = self.program.instructions[users[0]]
+            if user.opcode in PASS_THROUGH and not user.op_name:
+                current = user.name
+                continue
+            return user.name
+        return None
+
+    def _loop_plumbing(self, instruction: str) -> OrphanPlacement | None:
+        """Rule 3: the ops of the one `while` whose body or condition holds `instruction`."""
+        computation = self.program.instructions[instruction].computation
+        callers = [self.program.instructions[c] for c in self.callers.get(computation, [])]
+        if len(callers) != 1 or callers[0].opcode not in LOOPS or not callers[0].op_name:
+            return None
+        loop = callers[0]
+        targets = self.index.lookup(loop.op_name, loop.chain)
+        if not targets:
+            return None
+        return OrphanPlacement(tuple(targets), how=f"plumbing of the loop {loop.name}")

@@ -1,0 +1,188 @@
+"""A JAX training step's structure in StableHLO: forward, backward and optimizer ops, and the
+forward ops each backward op differentiates.
+
+JAX names an op after the transformations it was traced under. With `jax.value_and_grad` the
+forward pass runs under `jvp(...)` and its transpose, the backward pass, under
+`transpose(jvp(...))`; a backward op keeps the source position of the forward op it transposes
+(`jit(step)/transpose(jvp())/dot_general` at the `x @ w` that the forward
+`jit(step)/jvp()/dot_general` came from). So:
+
+- backward: a name path with a `transpose(...)` component;
+- forward: a `jvp(...)` component and no `transpose(...)`;
+- optimizer: the other ops that consume what the backward ops computed (the SGD update), plus
+  what only they read (the learning rate's broadcast);
+- other: the rest.
+
+A backward op's forward ops are the forward ops with the same scope once `transpose(...)` is
+unwrapped (`jit(step)/jvp()`) at the same source chain (else the same innermost position).
+Among them, the primal ops (a forward or optimizer op, or the result, reads them) are preferred
+over the linearisation's residuals that only the backward pass reads (`1 - tanh(x)^2` computed
+next to `tanh`). One source expression can hold several primal ops (`jnp.mean` is a sum and a
+division): the link then names all of them, never one guessed by primitive, since the transpose
+of a `reduce_sum` is a broadcast, not a `reduce_sum`.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from typing import Any
+
+from iree.compiler import ir
+
+from irprof.correlate.ledger import Ledger, TrainingPhases, training_summary
+from irprof.coverage import is_trivial_op
+from irprof.frameworks.jax.ir_index import IrOpIndex
+
+TRANSPOSE = "transpose("
+JVP = "jvp("
+CONTAINERS = frozenset({"func.func", "builtin.module"})
+CONSTANTS = frozenset({"stablehlo.constant", "arith.constant"})
+
+
+def unwrap_transpose(component: str) -> str:
+    """`transpose(jvp(f))` -> `jvp(f)`; other components unchanged."""
+    while component.startswith(TRANSPOSE) and component.endswith(")"):
+        component = component[len(TRANSPOSE) : -1]
+    return component
+
+
+def phase_of_name(name: str) -> str | None:
+    """`backward`, `forward` or None (neither) from an op's name path."""
+    components = name.split("/")
+    if any(c.startswith(TRANSPOSE) for c in components):
+        return "backward"
+    if any(JVP in c for c in components):
+        return "forward"
+    return None
+
+
+def _scope_key(name: str) -> str:
+    """The forward scope a name stands for: transposes unwrapped, the primitive dropped."""
+    return "/".join(unwrap_transpose(c) for c in name.split("/")[:-1])
+
+
+class _Graph:
+    """Def-use over the module's ops by walk position."""
+
+    def __init__(self, index: IrOpIndex) -> None:
+        self.position_of = {info.op: i for i, info in enumerate(index.infos)}
+        self.index = index
+
+    def users(self, position: int) -> list[int]:
+        found = []
+        for result in self.index.infos[position].op.results:
+            for use in result.uses:
+                owner = use.owner
+                operation = owner if isinstance(owner, ir.Operation) else owner.operation
+                user = self.position_of.get(operation)
+                if user is not None:
+                    found.append(user)
+        return found
+
+    def producers(self, position: int) -> list[int]:
+        found = []
+        for operand in self.index.infos[position].op.operands:
+            owner = operand.owner
+            operation = (
+                owner if isinstance(owner, ir.Operation) else getattr(owner, "operation", None)
+            )
+            if isinstance(operation, ir.Operation):
+                producer = self.position_of.get(operation)
+                if producer is not None:
+                    found.append(producer)
+        return found
+
+    def closure(self, start: Iterable[int], down: bool, blocked: set[int]) -> set[int]:
+        seen: set[int] = set()
+        pending = list(start)
+        while pending:
+            position = pending.pop()
+            for other in self.users(position) if down else self.producers(position):
+                if other not in seen and other not in blocked:
+                    seen.add(other)
+                    pending.append(other)
+        return seen
+
+
+def _names(index: IrOpIndex, position: int) -> list[str]:
+    names = [identity.name for identity in index.identities(position)]
+    own = index.infos[position].keys.name
+    return names or ([own] if own else [])
+
+
+def training_phases(index: IrOpIndex) -> TrainingPhases | None:
+    """Phases and backward -> forward links of a StableHLO module; None without backward ops."""
+    named: dict[int, str] = {}
+    for position, info in enumerate(index.infos):
+        if info.op_name in CONTAINERS:
+            continue
+        phases = {phase_of_name(name) for name in _names(index, position)} - {None}
+        if phases:
+            named[position] = "backward" if "backward" in phases else "forward"
+    backward = {p for p, phase in named.items() if phase == "backward"}
+    if not backward:
+        return None
+    forward = {p for p, phase in named.items() if phase == "forward"}
+    graph = _Graph(index)
+    optimizer = graph.closure(backward, True, backward | forward)
+    optimizer |= graph.closure(optimizer, False, backward | forward)
+    phase_of: dict[int, str] = {}
+    for position, info in enumerate(index.infos):
+        if info.op_name in CONTAINERS:
+            continue
+        phase_of[position] = named.get(position) or (
+            "optimizer" if position in optimizer else "other"
+        )
+    forward_of, unlinked = _links(index, graph, phase_of, backward)
+    return TrainingPhases(phase_of, forward_of, unlinked)
+
+
+def _links(
+    index: IrOpIndex, graph: _Graph, phase_of: dict[int, str], backward: set[int]
+) -> tuple[dict[int, tuple[int, ...]], dict[int, str]]:
+    exact: dict[tuple[str, tuple[str, ...]], list[int]] = defaultdict(list)
+    loose: dict[tuple[str, str], list[int]] = defaultdict(list)
+    primal: set[int] = set()
+    for position, phase in phase_of.items():
+        if phase != "forward" or is_trivial_op(index.infos[position].op_name):
+            continue
+        if any(phase_of.get(user) != "backward" for user in graph.users(position)):
+            primal.add(position)
+        for identity in index.identities(position) or ():
+            exact[(_scope_key(identity.name), identity.chain)].append(position)
+            if identity.chain:
+                loose[(_scope_key(identity.name), identity.chain[0])].append(position)
+    forward_of: dict[int, tuple[int, ...]] = {}
+    unlinked: dict[int, str] = {}
+    for position in sorted(backward):
+        if index.infos[position].op_name in CONSTANTS:
+            continue  # no work
+        candidates: list[int] = []
+        for identity in index.identities(position):
+            key = _scope_key(identity.name)
+            found = exact.get((key, identity.chain)) or (
+                loose.get((key, identity.chain[0]), []) if identity.chain else []
+            )
+            candidates += [p for p in found if p not in candidates]
+        if not candidates:
+            unlinked[position] = "no forward op with its scope at its source position"
+            continue
+        chosen = [p for p in candidates if p in primal] or candidates
+        forward_of[position] = tuple(sorted(chosen))
+    return forward_of, unlinked
+
+
+def training_record(index: IrOpIndex, ledger: Ledger) -> dict[str, Any] | None:
+    """The ledger's training summary (None for a step without backward ops)."""
+    phases = training_phases(index)
+    if phases is None:
+        return None
+
+    def name_of(position: int) -> str:
+        # JAX names repeat (two `dot_general`s of one scope): the source position tells apart.
+        keys = index.infos[position].keys
+        name = keys.name or index.infos[position].op_name
+        return f"{name} @ {keys.source}" if keys.source else name
+
+    return training_summary(ledger, phases, name_of)

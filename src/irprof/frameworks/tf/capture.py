@@ -1,0 +1,197 @@
+"""`irprof capture tf`: run a TensorFlow script under the profiler and write a run bundle.
+
+This is the parent-process side: it never imports TensorFlow. It validates the request, runs
+`python -m irprof.frameworks.tf.runner` in a child (the same interpreter), makes the IR's source
+paths portable and leaves the child's own frames out of its call-site chains, copies the
+profiler's files untouched under `RUN/trace/`, writes the manifest and only then moves the
+finished bundle into place, so a failed capture leaves no partial bundle.
+
+Script convention: the script defines `irprof_model(mode="infer")` (name set by `entry`)
+returning `(callable, example_inputs)`; the callable is a `tf.function` or a Keras model,
+`example_inputs` a tuple of positional arguments; `mode` is "infer" or "train".
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from irprof.bundle import Manifest, RunBundle, fingerprint_files
+from irprof.capture.subprocess_run import (
+    check_capture_arguments,
+    model_label,
+    run_runner,
+    staged_bundle,
+)
+from irprof.errors import CaptureError, UsageError
+from irprof.fileio import write_text_atomic
+from irprof.frameworks.tf.paths import make_paths_portable, own_frame_filter, portable_path_mapper
+from irprof.mlir.context import make_context
+from irprof.mlir.load import load_module, print_module
+
+# Lowering order of the IR levels a TF bundle can hold.
+TF_LEVELS = ("tf", "tf-standard", "post-grappler")
+RUNTIME_GRAPH_FILE = "tf_runtime_graph.json"
+REFERENCE_DIR = "reference"  # the untimed reference window's files, under RUN/trace/
+ONEDNN_ENV = {"on": "1", "off": "0"}
+
+
+@dataclass(frozen=True)
+class TfCaptureOptions:
+    """What to run and how to profile it; field names mirror the CLI options."""
+
+    entry: str = "irprof_model"
+    mode: str = "infer"  # "infer" | "train"
+    steps: int = 5
+    warmup: int = 2
+    # Levels of the untimed reference steps: 3 also records cheap kernels (_Arg, Reshape) and
+    # input shapes. The timed steps record at most level 2 with no Python tracer, what the
+    # framework's profiler records by default (`frameworks/tf/steps_runner.py`).
+    host_level: int = 3  # 1-3
+    python_level: int = 0  # 0 | 1
+    post_grappler: bool = False
+    onednn: str = "default"  # "on" | "off" | "default": sets TF_ENABLE_ONEDNN_OPTS in the child
+    eager: bool = False  # run op by op (trace has no node names; correlation by type and order)
+    timeout_s: float = 600.0
+
+    def validate(self) -> None:
+        """Raise UsageError on an option outside its range."""
+        checks = (
+            (self.mode in ("infer", "train"), f"mode must be infer or train, not {self.mode!r}"),
+            (self.steps >= 1, f"steps must be at least 1, not {self.steps}"),
+            (self.warmup >= 0, f"warmup must be 0 or more, not {self.warmup}"),
+            (1 <= self.host_level <= 3, f"host level must be 1-3, not {self.host_level}"),
+            (self.python_level in (0, 1), f"python level must be 0 or 1, not {self.python_level}"),
+            (
+                self.onednn in ("on", "off", "default"),
+                f"onednn must be on, off or default, not {self.onednn!r}",
+            ),
+            (self.timeout_s > 0, "timeout must be positive"),
+        )
+        for ok, message in checks:
+            if not ok:
+                raise UsageError(message)
+
+
+def capture_tf(
+    script: str | Path,
+    out: str | Path,
+    options: TfCaptureOptions | None = None,
+    *,
+    force: bool = False,
+) -> RunBundle:
+    """Profile `script`'s model and write the run bundle `out`; returns it."""
+    opts = options or TfCaptureOptions()
+    opts.validate()
+    script_path = Path(script).resolve()
+    out_path = Path(out).resolve()
+    if out_path.exists() and not force and (not out_path.is_dir() or any(out_path.iterdir())):
+        raise UsageError(f"{out}: already exists; choose another -o or pass --force")
+    check_capture_arguments(script_path, out_path, steps=opts.steps, warmup=opts.warmup)
+    with staged_bundle(out_path) as staging:
+        work = staging / ".work"
+        work.mkdir()
+        result = _run_child(script_path, work, opts)
+        _write_bundle(RunBundle(staging), script_path, out_path, work, result, opts)
+        shutil.rmtree(work)
+    return RunBundle(out_path)
+
+
+def _run_child(script: Path, work: Path, opts: TfCaptureOptions) -> dict[str, Any]:
+    """Run the TF runner in a child process; returns its result record."""
+    dump_dir = work / "graph_dump"
+    spec = {
+        "script": str(script),
+        "workdir": str(work),
+        "graph_dump_dir": str(dump_dir),
+        **asdict(opts),
+    }
+    spec_path = work / "spec.json"
+    spec_path.write_text(json.dumps(spec))
+    env = dict(os.environ)
+    # TensorFlow dumps every function graph it instantiates, up to the executed partitions.
+    env["TF_DUMP_GRAPH_PREFIX"] = str(dump_dir)
+    env["TF_DUMP_GRAPH_NAME_FILTER"] = "*"
+    if opts.onednn in ONEDNN_ENV:
+        env["TF_ENABLE_ONEDNN_OPTS"] = ONEDNN_ENV[opts.onednn]
+    run_runner(
+        [sys.executable, "-m", "irprof.frameworks.tf.runner", str(spec_path)],
+        script=script,
+        framework="TensorFlow",
+        timeout_s=opts.timeout_s,
+        cwd=script.parent,
+        env=env,
+    )
+    result_path = work / "result.json"
+    if not result_path.is_file():
+        raise CaptureError(f"{script}: the TensorFlow run wrote no result")
+    result: dict[str, Any] = json.loads(result_path.read_text())
+    return result
+
+
+def _write_bundle(
+    bundle: RunBundle,
+    script: Path,
+    out_path: Path,
+    work: Path,
+    result: dict[str, Any],
+    opts: TfCaptureOptions,
+) -> None:
+    """Portable IR, untouched trace files and the manifest, in `bundle.root`."""
+    mapped = portable_path_mapper(str(script.parent), result["sys_path"])
+    # irprof's child put its own frames (and `python -m`'s) under every traced op: not the model's.
+    own_frames = own_frame_filter(
+        [result["own_code_dir"], str(Path(__file__).resolve().parents[2])]
+    )
+    context = make_context()
+    levels = tuple(level for level in TF_LEVELS if level in result["ir_files"])
+    for level in levels:
+        module = load_module(work / result["ir_files"][level], context)
+        make_paths_portable(module, mapped, own_frames)
+        write_text_atomic(bundle.ir_path(level), print_module(module, debug_info=True))
+    shutil.copytree(work / result["logdir"], bundle.trace_dir)
+    reference: dict[str, Any] = {}
+    if result.get("reference_logdir"):
+        target = bundle.trace_dir / REFERENCE_DIR
+        shutil.copytree(work / result["reference_logdir"], target)
+        (xspace,) = sorted(target.rglob("*.xplane.pb"))
+        reference = {
+            "reference_trace": str(xspace.relative_to(bundle.root)),
+            "reference_steps": result["reference_steps"],
+            "reference_tracer_options": result["reference_options"],
+        }
+    shutil.copyfile(work / "runtime_graph.json", bundle.root / RUNTIME_GRAPH_FILE)
+    trace_files = tuple(
+        sorted(str(p.relative_to(bundle.root)) for p in bundle.trace_dir.rglob("*") if p.is_file())
+    )
+    model = model_label(script, out_path)
+    bundle.write_manifest(
+        fingerprint_files(
+            bundle,
+            Manifest(
+                framework="tf",
+                model=model,
+                entry=opts.entry,
+                steps=opts.steps,
+                device=result["device"],
+                versions=result["versions"],
+                ir_levels=levels,
+                trace_files=trace_files,
+                options={
+                    **{k: v for k, v in asdict(opts).items() if k != "timeout_s"},
+                    "function": result["function"],
+                    "onednn_active": result["onednn"],
+                    "recorded_tracer_options": result["recorded_options"],
+                    **reference,
+                    "step_marker": result["step_marker_name"],
+                    "runtime_graph": RUNTIME_GRAPH_FILE,
+                    "overhead": result["overhead"],
+                },
+            ),
+        )
+    )

@@ -1,0 +1,71 @@
+"""`irprof capture tf SCRIPT.py -o RUN`: TensorFlow model -> run bundle."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from irprof.frameworks.tf.capture import TfCaptureOptions, capture_tf
+
+
+def tf_command(
+    script: Annotated[
+        Path,
+        typer.Argument(
+            metavar="SCRIPT.py",
+            help="Python file whose entry returns (tf.function or Keras model, inputs).",
+        ),
+    ],
+    out: Annotated[Path, typer.Option("-o", "--out", metavar="RUN", help="Run bundle to write.")],
+    entry: Annotated[
+        str, typer.Option(help="Entry function in the script; called with mode=infer|train.")
+    ] = "irprof_model",
+    steps: Annotated[int, typer.Option(help="Profiled steps.")] = 5,
+    warmup: Annotated[int, typer.Option(help="Unprofiled warm-up steps.")] = 2,
+    host_level: Annotated[
+        int,
+        typer.Option(
+            help="Host tracer level 1-3 of the untimed reference steps (3: cheap kernels and "
+            "shapes); timed steps record at most level 2, the profiler's default."
+        ),
+    ] = 3,
+    python_level: Annotated[
+        int, typer.Option(help="Python tracer level 0|1 of the untimed reference steps.")
+    ] = 0,
+    mode: Annotated[str, typer.Option(help="infer | train (one optimizer step).")] = "infer",
+    post_grappler: Annotated[
+        bool, typer.Option("--post-grappler", help="Also dump the graph after grappler.")
+    ] = False,
+    onednn: Annotated[
+        str, typer.Option(help="on | off | default: TF_ENABLE_ONEDNN_OPTS for the run.")
+    ] = "default",
+    eager: Annotated[
+        bool, typer.Option("--eager", help="Run op by op (no node names in the trace).")
+    ] = False,
+    force: Annotated[bool, typer.Option("--force", help="Replace RUN if it exists.")] = False,
+) -> None:
+    """Trace, dump TF-dialect MLIR and profile a TensorFlow model into a run bundle."""
+    options = TfCaptureOptions(
+        entry=entry,
+        mode=mode,
+        steps=steps,
+        warmup=warmup,
+        host_level=host_level,
+        python_level=python_level,
+        post_grappler=post_grappler,
+        onednn=onednn,
+        eager=eager,
+    )
+    bundle = capture_tf(script, out, options, force=force)
+    manifest = bundle.manifest()
+    typer.echo(
+        f"wrote {bundle.root}: levels {', '.join(manifest.ir_levels)}, "
+        f"{manifest.steps} profiled steps, trace {', '.join(manifest.trace_files)}"
+    )
+
+
+def register(capture_app: typer.Typer) -> None:
+    """Add `capture tf`."""
+    capture_app.command("tf")(tf_command)

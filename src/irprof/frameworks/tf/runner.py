@@ -1,0 +1,291 @@
+"""Child process of `irprof capture tf`; it and `tf_steps_runner` alone import TensorFlow and
+xprof.
+
+Run as `python -m irprof.frameworks.tf.runner SPEC.json`. SPEC names the script, entry, mode, step
+counts, tracer levels and a work directory; the runner writes into that directory:
+
+- `ir/<level>.raw.mlir`: TF-dialect MLIR with TensorFlow's absolute source paths (the parent
+  process makes them relative and writes the bundle's `ir/<level>.mlir`);
+- `runtime_graph.json`: node name -> op type (and `fused_ops`) of the graph the executor ran
+  (TensorFlow's own dump, else offline grappler), the evidence for which IR ops the runtime
+  folded, pruned or fused;
+- `logdir/`: the profiler's own output of the timed steps, untouched; `logdir_reference/` that
+  of the untimed reference steps (`tf_steps_runner` says why there are two windows);
+- `result.json`: versions, device, recorded tracer options, step count, the measured overhead
+  (`tf_steps_runner`), sys.path roots and this package's folder (its frames are dropped from
+  the IR's call-site chains).
+
+Why a profiler server: in TF 2.21 `tf.profiler.experimental.start(logdir, options=...)` ignores its
+options (logs `host_tracer_level expects an i value` and records host=2, python=0). The profiler
+server plus xprof's `_pywrap_profiler_plugin.trace` client honours them. The recorded options are
+read back from the XSpace and a mismatch is an error, so a silent downgrade cannot happen again.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import inspect
+import json
+import os
+import platform
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import tensorflow as tf
+from tensorflow.core.protobuf import config_pb2, meta_graph_pb2
+from tensorflow.python.grappler import tf_optimizer
+from tensorflow.tsl.profiler.protobuf import profiler_options_pb2, xplane_pb2
+
+from irprof.frameworks.tf.options import tracer_options_mismatch
+from irprof.frameworks.tf.steps_runner import STEP_MARKER, profile
+
+# `convert_function` returns tf_executor islands, a custom syntax only TensorFlow can parse; this
+# pass unwraps them into plain generic `tf.*` ops without renaming, reordering or folding.
+RAW_PIPELINE = "func.func(tf-executor-to-functional-conversion)"
+STANDARD_PIPELINE = "tf-standard-pipeline"
+CPU_DEVICE = "/job:localhost/replica:0/task:0/device:CPU:0"
+
+
+def load_entry(script: Path, entry: str) -> Callable[..., Any]:
+    """Import `script` as a module and return its `entry` function."""
+    sys.path.insert(0, str(script.parent))
+    spec = importlib.util.spec_from_file_location(script.stem, script)
+    if spec is None or spec.loader is None:
+        raise SystemExit(f"{script}: cannot be imported as a Python module")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[script.stem] = module
+    spec.loader.exec_module(module)
+    found = getattr(module, entry, None)
+    if not callable(found):
+        raise SystemExit(f"{script}: defines no function {entry!r} (see `--entry`)")
+    return found  # type: ignore[no-any-return]
+
+
+def resolve_model(entry_fn: Callable[..., Any], mode: str) -> tuple[Any, tuple[Any, ...]]:
+    """Call the entry and return (tf.function, positional inputs)."""
+    if "mode" in inspect.signature(entry_fn).parameters:
+        produced = entry_fn(mode=mode)
+    elif mode == "infer":
+        produced = entry_fn()
+    else:
+        raise SystemExit(f"entry {entry_fn.__name__}() takes no `mode` argument; cannot run {mode}")
+    if not (isinstance(produced, tuple) and len(produced) == 2):
+        raise SystemExit("the entry must return (callable, example_inputs)")
+    model, inputs = produced
+    inputs = tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,)
+    if isinstance(model, tf.keras.Model):
+        keras_model = model
+
+        # A Keras model is profiled through one tf.function so the IR and the run share names.
+        @tf.function  # type: ignore[untyped-decorator]
+        def call_model(*args: Any) -> Any:
+            return keras_model(*args, training=False)
+
+        return call_model, inputs
+    if not hasattr(model, "get_concrete_function"):
+        raise SystemExit("the entry must return a tf.function or a Keras model")
+    return model, inputs
+
+
+def optimized_graph(concrete: Any) -> Any:
+    """The function's graph after grappler, every node pinned to the CPU as the runtime does."""
+    graph_def = concrete.graph.as_graph_def()
+    for node in graph_def.node:
+        # oneDNN/remapper fusions only fire on nodes placed on the CPU.
+        node.device = CPU_DEVICE
+    meta = meta_graph_pb2.MetaGraphDef()
+    meta.graph_def.CopyFrom(graph_def)
+    fetches = [t.op.name for t in concrete.outputs] + [
+        op.name for op in concrete.graph.control_outputs
+    ]
+    meta.collection_def["train_op"].node_list.value.extend(fetches)
+    return tf_optimizer.OptimizeGraph(config_pb2.ConfigProto(), meta)
+
+
+def dump_ir(concrete: Any, workdir: Path, post_grappler: bool) -> dict[str, str]:
+    """Write the IR levels; returns level -> file name relative to `workdir`."""
+    ir_dir = workdir / "ir"
+    ir_dir.mkdir(parents=True, exist_ok=True)
+    raw = tf.mlir.experimental.convert_function(concrete, pass_pipeline="", show_debug_info=True)
+    texts = {
+        "tf": tf.mlir.experimental.run_pass_pipeline(raw, RAW_PIPELINE, show_debug_info=True),
+        "tf-standard": tf.mlir.experimental.convert_function(
+            concrete, pass_pipeline=STANDARD_PIPELINE, show_debug_info=True
+        ),
+    }
+    graph = optimized_graph(concrete)
+    if post_grappler:
+        texts["post-grappler"] = tf.mlir.experimental.convert_graph_def(
+            graph, pass_pipeline=RAW_PIPELINE, show_debug_info=True
+        )
+    (workdir / "offline_grappler_graph.json").write_text(json.dumps(graph_nodes([graph])))
+    written = {}
+    for level, text in texts.items():
+        path = ir_dir / f"{level}.raw.mlir"
+        path.write_text(text)
+        written[level] = str(path.relative_to(workdir))
+    return written
+
+
+def graph_nodes(graphs: list[Any]) -> dict[str, dict[str, Any]]:
+    """Node name -> op type, fused ops and inputs, over one or more GraphDefs."""
+    return {
+        node.name: {
+            "op": node.op,
+            "fused_ops": [x.decode() for x in node.attr["fused_ops"].list.s],
+            "inputs": list(node.input),
+        }
+        for graph in graphs
+        for node in graph.node
+    }
+
+
+def executed_graph(dump_dir: Path, function: str) -> dict[str, Any]:
+    """The graph the executor really ran, from TensorFlow's own dump (`TF_DUMP_GRAPH_PREFIX`).
+
+    The runtime dumps each function's per-device partitions after its last rewrite
+    (`*_partition_*.after_partition_passes.pbtxt`): grappler, oneDNN layout rewrites and
+    constant folding are all applied, so it says which IR ops ran, were fused or were folded.
+    Without the dump, offline grappler (`OptimizeGraph`) stands in for it.
+    """
+    from google.protobuf import text_format
+    from tensorflow.core.framework import graph_pb2
+
+    files = sorted(dump_dir.glob(f"{function}_partition_*.after_partition_passes.pbtxt"))
+    graphs = [text_format.Parse(path.read_text(), graph_pb2.GraphDef()) for path in files]
+    return {
+        "source": "runtime dump after_partition_passes" if graphs else "offline grappler",
+        "nodes": graph_nodes(graphs) if graphs else None,
+    }
+
+
+def find_xspace(logdir: Path) -> Path:
+    """The one `.xplane.pb` the client wrote (it may appear a moment after the call returns)."""
+    deadline = time.monotonic() + 10.0
+    while True:
+        found = sorted(logdir.rglob("*.xplane.pb"))
+        if found:
+            return found[0]
+        if time.monotonic() > deadline:
+            raise SystemExit(f"the profiler wrote no .xplane.pb under {logdir}")
+        time.sleep(0.1)
+
+
+def recorded_options(xspace_path: Path) -> tuple[dict[str, int], int]:
+    """Tracer levels the profiler says it used, and the number of step markers it recorded."""
+    space = xplane_pb2.XSpace()
+    space.ParseFromString(xspace_path.read_bytes())
+    options: dict[str, int] = {}
+    markers = 0
+    for plane in space.planes:
+        if plane.name == "Task Environment":
+            for stat in plane.stats:
+                if plane.stat_metadata[stat.metadata_id].name == "profile_options":
+                    parsed = profiler_options_pb2.ProfileOptions()
+                    parsed.ParseFromString(stat.bytes_value)
+                    options = {
+                        "host_tracer_level": parsed.host_tracer_level,
+                        "python_tracer_level": parsed.python_tracer_level,
+                        "device_tracer_level": parsed.device_tracer_level,
+                    }
+        marker_ids = {k for k, m in plane.event_metadata.items() if m.name == STEP_MARKER}
+        markers += sum(e.metadata_id in marker_ids for line in plane.lines for e in line.events)
+    return options, markers
+
+
+def checked_window(logdir: Path, requested: dict[str, int], steps: int) -> dict[str, int]:
+    """The tracer levels a window's XSpace recorded; refused unless they are the requested ones
+    and it holds one step marker per step."""
+    xspace = find_xspace(logdir)
+    options, markers = recorded_options(xspace)
+    mismatch = tracer_options_mismatch(requested, options, xspace.name)
+    if mismatch is not None:
+        raise SystemExit(mismatch)
+    if markers != steps:
+        raise SystemExit(f"{xspace.name}: {markers} step markers recorded, expected {steps}")
+    return options
+
+
+def onednn_enabled() -> bool:
+    """Whether this TensorFlow build runs oneDNN kernels in this process."""
+    from tensorflow.python.util import _pywrap_util_port
+
+    return bool(_pywrap_util_port.IsMklEnabled())
+
+
+def versions() -> dict[str, str]:
+    """Versions of everything that shaped the trace and the IR."""
+    found = {"python": platform.python_version(), "tensorflow": tf.__version__}
+    for dist in ("xprof", "keras"):
+        try:
+            found[dist] = importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return found
+
+
+def run(spec: dict[str, Any]) -> dict[str, Any]:
+    """Everything the child does; returns the result record."""
+    workdir = Path(spec["workdir"])
+    script = Path(spec["script"])
+    fn, inputs = resolve_model(load_entry(script, spec["entry"]), spec["mode"])
+    concrete = fn.get_concrete_function(*inputs)
+    ir_files = dump_ir(concrete, workdir, spec["post_grappler"])
+    if spec["eager"]:
+        # Eager op-by-op execution: the trace holds `EagerLocalExecute: <Type>`, no node names.
+        tf.config.run_functions_eagerly(True)
+    # The client records its log directory in the trace (`repository_path`): a relative one
+    # keeps machine paths out of bundles.
+    os.chdir(workdir)
+    logdir, reference_logdir = Path("logdir"), Path("logdir_reference")
+    steps = profile(fn, inputs, spec, logdir, reference_logdir)
+    options = checked_window(logdir, steps.timed_levels, spec["steps"])
+    reference_options = (
+        checked_window(reference_logdir, steps.reference_levels, steps.reference_steps)
+        if steps.reference_levels is not None
+        else None
+    )
+    function = concrete.name.decode() if isinstance(concrete.name, bytes) else concrete.name
+    executed = executed_graph(Path(spec["graph_dump_dir"]), function)
+    if executed["nodes"] is None:
+        executed["nodes"] = json.loads((workdir / "offline_grappler_graph.json").read_text())
+    (workdir / "runtime_graph.json").write_text(json.dumps(executed, indent=1))
+    return {
+        "versions": versions(),
+        "device": f"CPU ({platform.machine()}, {os.cpu_count()} cores)",
+        "function": function,
+        "ir_files": ir_files,
+        "logdir": str(logdir),
+        "recorded_options": options,
+        "reference_logdir": str(reference_logdir) if reference_options is not None else None,
+        "reference_options": reference_options,
+        "reference_steps": steps.reference_steps,
+        "step_markers": spec["steps"],
+        "step_marker_name": STEP_MARKER,
+        "warmup_step_s": steps.step_s,
+        "overhead": steps.overhead,
+        "onednn": onednn_enabled(),
+        # irprof's own root too: an editable install is not always on sys.path.
+        "sys_path": [p for p in sys.path if p] + [str(Path(__file__).resolve().parents[3])],
+        # As this process's frames spell it: the parent leaves these frames out of locations.
+        "own_code_dir": os.path.normpath(os.path.join(os.path.abspath(__file__), "..", "..", "..")),
+    }
+
+
+def main(argv: list[str]) -> int:
+    """Entry of `python -m irprof.frameworks.tf.runner SPEC.json`."""
+    if len(argv) != 1:
+        print("usage: python -m irprof.frameworks.tf.runner SPEC.json", file=sys.stderr)
+        return 2
+    spec = json.loads(Path(argv[0]).read_text())
+    result = run(spec)
+    Path(spec["workdir"], "result.json").write_text(json.dumps(result, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,204 @@
+"""The stepping half of `irprof capture tf`'s child: warm-up, timed baselines, the profiled
+window. Imported only by `tf_runner` (the child), so TensorFlow is still never imported by
+`irprof`.
+
+Two profiling windows:
+
+- the timed window: the profiled steps (`irprof_step` markers) under
+  `tf.profiler.experimental.start` itself, at its defaults (host tracer level 2, no Python
+  tracer), so the steps cost what they cost under the framework's profiler alone; its trace is
+  the bundle's primary trace. (Measured here: a profiler server traced by xprof's client made
+  steps 10-15% slower than `start` at the same levels.)
+- the reference window: three untimed steps at the requested levels (host 3: the cheap kernels,
+  Reshape, `_Arg`, that level 2 leaves out, and every kernel's input shapes; Python tracer when
+  asked), under `trace/reference/`. TF 2.21's `start` ignores its options, so this window is
+  the profiler server traced by xprof's client, which honours them. The correlator takes shapes
+  and the cheap kernels from it.
+
+Timing (`options.overhead` in the manifest, the same record as `capture torch` and `capture jax`,
+see `step_overhead`): after the warm-up, rotated rounds of the same number of steps with no
+profiler, under `tf.profiler.experimental.start(logdir)` at its defaults and under it with the
+step markers, then the timed window; each run starts with one untimed step, so a session's
+start-up is not a step. Before all of them the steps run unprofiled for half a second more than
+`--warmup`: step times kept falling over a process's first hundreds of steps here.
+"""
+
+from __future__ import annotations
+
+import socket
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import tensorflow as tf
+from tensorflow.python.profiler import trace as tf_trace
+from xprof.convert import _pywrap_profiler_plugin
+
+from irprof.capture.step_overhead import Conditions, measure_overhead
+from irprof.frameworks.tf.options import requested_tracer_options
+
+STEP_MARKER = "irprof_step"
+WINDOW_START_TIMEOUT_S = 30.0
+# The timed steps record what `tf.profiler.experimental.start` records by default: kernels the
+# executor calls expensive, no shapes, no Python frames. Host level 3 (cheap kernels such as
+# Reshape and _Arg, every kernel's input shapes) and the Python tracer cost step time, so they
+# run in a short untimed reference window instead.
+TIMED_LEVELS = requested_tracer_options(host_level=2, python_level=0)
+REFERENCE_STEPS = 3  # the correlator takes the median one
+SETTLE_S = 0.5  # unprofiled steps before the overhead is timed (on top of --warmup)
+
+
+def free_port() -> int:
+    """A TCP port nobody listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("localhost", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def run_step(fn: Any, inputs: tuple[Any, ...]) -> None:
+    """One step, waiting for its outputs so the step marker spans the work."""
+    outputs = fn(*inputs)
+    for tensor in tf.nest.flatten(outputs):
+        if hasattr(tensor, "numpy"):
+            tensor.numpy()
+
+
+def settle(step: Callable[[], None]) -> None:
+    """Run steps for at least SETTLE_S: a process's first hundreds of steps keep getting
+    faster (thread pools, kernel caches), which would bias whichever condition runs first."""
+    deadline = time.perf_counter() + SETTLE_S
+    while time.perf_counter() < deadline:
+        step()
+
+
+def timed_steps(fn: Any, inputs: tuple[Any, ...], count: int, marker: bool = False) -> list[int]:
+    """Wall time (ns) of `count` steps after one untimed step; with `marker`, each step inside
+    an `irprof_step` trace marker."""
+    run_step(fn, inputs)
+    durations = []
+    for step in range(count):
+        started = time.perf_counter_ns()
+        if marker:
+            with tf_trace.Trace(STEP_MARKER, step_num=step, _r=1):
+                run_step(fn, inputs)
+        else:
+            run_step(fn, inputs)
+        durations.append(time.perf_counter_ns() - started)
+    return durations
+
+
+def profiler_steps(
+    fn: Any, inputs: tuple[Any, ...], count: int, logdir: Path, marker: bool = False
+) -> list[int]:
+    """Step times under `tf.profiler.experimental.start(logdir)` at its defaults."""
+    tf.profiler.experimental.start(str(logdir))
+    try:
+        return timed_steps(fn, inputs, count, marker)
+    finally:
+        tf.profiler.experimental.stop()
+
+
+def plain_profiler_steps(
+    fn: Any, inputs: tuple[Any, ...], count: int, marker: bool = False
+) -> list[int]:
+    """Step times under the profiler at its defaults, with or without markers (files dropped)."""
+    with tempfile.TemporaryDirectory(prefix="irprof-tf-plain-") as logdir:
+        return profiler_steps(fn, inputs, count, Path(logdir), marker)
+
+
+@dataclass(frozen=True)
+class ProfiledSteps:
+    """What the profiling windows gave besides their files."""
+
+    step_s: float  # one warm step, seconds
+    overhead: dict[str, Any]
+    timed_levels: dict[str, int]
+    reference_levels: dict[str, int] | None  # None: the timed window recorded everything
+    reference_steps: int
+
+
+def traced_window(
+    fn: Any,
+    inputs: tuple[Any, ...],
+    steps: int,
+    levels: dict[str, int],
+    logdir: Path,
+    port: int,
+    step_s: float,
+) -> list[int]:
+    """`steps` marked steps inside one window of xprof's client tracing the profiler server
+    with `levels`; returns their wall times (ns)."""
+    # The client call blocks for a fixed window: make it long enough for slow Python tracing.
+    duration_ms = int(2000 + 30 * (steps + 1) * step_s * 1000)
+    failure: list[BaseException] = []
+
+    def client() -> None:
+        try:
+            _pywrap_profiler_plugin.trace(
+                f"localhost:{port}", str(logdir), "", True, duration_ms, 1, levels
+            )
+        except BaseException as exc:  # re-raised in the main thread
+            failure.append(exc)
+
+    thread = threading.Thread(target=client, name="irprof-trace-client")
+    thread.start()
+    deadline = time.monotonic() + WINDOW_START_TIMEOUT_S
+    while not tf_trace.enabled():
+        if failure or time.monotonic() > deadline:
+            thread.join()
+            raise SystemExit(f"the profiler session did not start: {failure or 'timeout'}")
+        time.sleep(0.002)
+    durations = timed_steps(fn, inputs, steps, marker=True)
+    still_recording = tf_trace.enabled()
+    thread.join()
+    if failure:
+        raise SystemExit(f"the profiler client failed: {failure[0]}")
+    if not still_recording:
+        raise SystemExit(
+            f"the profiler window ({duration_ms} ms) closed before {steps} steps ended"
+        )
+    return durations
+
+
+def profile(
+    fn: Any, inputs: tuple[Any, ...], spec: dict[str, Any], logdir: Path, reference_logdir: Path
+) -> ProfiledSteps:
+    """Warm up, time the baselines, run the timed window, then the untimed reference window
+    when the requested levels record more than the timed one."""
+    for _ in range(spec["warmup"]):
+        run_step(fn, inputs)
+    settle(lambda: run_step(fn, inputs))
+    started = time.perf_counter()
+    run_step(fn, inputs)
+    step_s = time.perf_counter() - started
+    steps = spec["steps"]
+    # The timed window is the framework's profiler itself, at its defaults, plus the markers.
+    overhead = measure_overhead(
+        Conditions(
+            bare=lambda: timed_steps(fn, inputs, steps),
+            profiler=lambda: plain_profiler_steps(fn, inputs, steps),
+            irprof=lambda: plain_profiler_steps(fn, inputs, steps, marker=True),
+        ),
+        lambda: profiler_steps(fn, inputs, steps, logdir, marker=True),
+        steps,
+    )
+    wanted = requested_tracer_options(spec["host_level"], spec["python_level"])
+    reference_levels: dict[str, int] | None = None
+    reference_steps = 0
+    if spec["host_level"] > TIMED_LEVELS["host_tracer_level"] or spec["python_level"] > 0:
+        reference_levels, reference_steps = wanted, min(spec["steps"], REFERENCE_STEPS)
+        port = free_port()
+        tf.profiler.experimental.server.start(port)
+        traced_window(fn, inputs, reference_steps, wanted, reference_logdir, port, step_s)
+    levels_text = ", ".join(f"{k} {v}" for k, v in TIMED_LEVELS.items())
+    overhead["profiler"] = "tf.profiler.experimental.start(logdir) at its defaults"
+    overhead["timed_steps"] = (
+        f"tf.profiler.experimental.start at its defaults ({levels_text}), "
+        "an irprof_step marker per step"
+    )
+    return ProfiledSteps(step_s, overhead, TIMED_LEVELS, reference_levels, reference_steps)

@@ -1,0 +1,294 @@
+"""A TF training step's structure: forward, backward and optimizer ops, backward -> forward links.
+
+TensorFlow names every gradient op under a gradient scope: `gradient_tape/<S>/...` for a
+`GradientTape` (`<S>` is the name scope the forward op was recorded in, `backprop.py`) and
+`gradients/<op>_grad/...` for `tf.gradients`. The phases come from that and the def-use graph:
+
+- backward: ops whose node name starts with a gradient scope;
+- forward: ops the backward ops or the function's results depend on;
+- optimizer: the other ops that consume what the backward ops computed (the update and the
+  variable writes), plus what only they read (a learning rate);
+- other: the rest (a step counter, moving averages: state updates off the loss and gradient
+  paths).
+
+Ops of a function with no gradient op of its own (a `tf.cond` branch, a `while` body) take the
+phase of the ops that call it.
+
+A backward op is linked to its forward op through the scope: the longest proper prefix `<S>` of
+its name (after the gradient scope) under which forward ops live, taking the ops named `<S>` or
+created directly in scope `<S>`. Several candidates are narrowed by def-use: the one candidate
+whose result the backward op reads (`ReluGrad` reads the `Relu`'s output), else the one that
+shares an input with it (`Conv2DBackpropFilter` reads the convolution's input). When that leaves
+several, the link names all of them (the scope's ops), never one guessed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Iterable
+from typing import Any
+
+from iree.compiler import ir
+
+from irprof.correlate.ledger import Ledger, TrainingPhases, training_summary
+from irprof.coverage import is_trivial_op
+from irprof.frameworks.tf.graph import ModuleView
+from irprof.mlir.keys import split_function_suffix
+
+GRADIENT_SCOPE = re.compile(r"^(gradient_tape|gradients(_\d+)?)$")
+GRAD_SUFFIX = "_grad"  # `tf.gradients` scopes each op's gradient as `<op>_grad`
+# Ops that only hand a value on: never the forward op a gradient belongs to.
+PASS_THROUGH = frozenset(
+    {"tf.Identity", "tf.IdentityN", "tf.ReadVariableOp", "tf.VarHandleOp", "tf.Const"}
+)
+MAX_INHERIT_DEPTH = 32
+
+
+def _node(view: ModuleView, position: int) -> str:
+    return split_function_suffix(view.infos[position].keys.name or "")[0]
+
+
+def is_gradient_name(node: str) -> bool:
+    """True for a node created under a gradient scope (`gradient_tape/...`, `gradients/...`)."""
+    head, sep, _ = node.partition("/")
+    return bool(sep) and GRADIENT_SCOPE.match(head) is not None
+
+
+def _users(view: ModuleView, position: int) -> list[int]:
+    found = []
+    for result in view.infos[position].op.results:
+        for use in result.uses:
+            owner = use.owner
+            operation = owner if isinstance(owner, ir.Operation) else owner.operation
+            user = view.position_of.get(operation)
+            if user is not None:
+                found.append(user)
+    return found
+
+
+def _producers(view: ModuleView, position: int) -> list[int]:
+    found = []
+    for index in range(len(view.infos[position].op.operands)):
+        producer = view.producer(position, index)
+        if producer is not None:
+            found.append(producer)
+    return found
+
+
+def _closure(
+    view: ModuleView,
+    start: Iterable[int],
+    step: str,
+    blocked: set[int] | frozenset[int] = frozenset(),
+) -> set[int]:
+    """What is reachable from `start` along users (`step="down"`) or producers ("up"),
+    never entering a `blocked` op."""
+    seen: set[int] = set()
+    pending = list(start)
+    while pending:
+        position = pending.pop()
+        following = _users(view, position) if step == "down" else _producers(view, position)
+        for other in following:
+            if other not in seen and other not in blocked:
+                seen.add(other)
+                pending.append(other)
+    return seen
+
+
+def _produces_unused(view: ModuleView, position: int) -> bool:
+    results = list(view.infos[position].op.results)
+    return bool(results) and not any(True for result in results for _ in result.uses)
+
+
+def _callers(view: ModuleView) -> dict[str, list[int]]:
+    """Function symbol -> ops that reference it (calls, `If` branches, `While` bodies)."""
+    functions = set(view.function_of)
+    callers: dict[str, list[int]] = defaultdict(list)
+    for position, info in enumerate(view.infos):
+        if info.op_name == "func.func":
+            continue
+        attributes = info.op.attributes
+        for index in range(len(attributes)):
+            for symbol in _symbols(attributes[index].attr):
+                if symbol in functions:
+                    callers[symbol].append(position)
+    return callers
+
+
+def _symbols(attr: ir.Attribute) -> list[str]:
+    if isinstance(attr, ir.FlatSymbolRefAttr):
+        return [attr.value]
+    if isinstance(attr, ir.ArrayAttr):
+        return [name for item in attr for name in _symbols(item)]
+    return []
+
+
+def _classify_function(view: ModuleView, ops: list[int], backward: set[int]) -> dict[int, str]:
+    """Phases of one function's ops from its gradient ops and its def-use graph."""
+    own_backward = backward.intersection(ops)
+    results = [
+        p for p in ops if view.infos[p].op_name == "func.return" and view.infos[p].op.operands
+    ]
+    if not results:
+        # A graph imported with its fetches outside (post-grappler) returns nothing: its
+        # outputs are the values nobody reads.
+        results = [p for p in ops if _produces_unused(view, p)]
+    # What the gradients read is forward work, even when grappler made a forward op read a
+    # value a gradient op computed (a deduplicated `Shape`); what consumes the gradients is the
+    # update, even when the step returns the new weights; the loss and other results are
+    # forward work.
+    read_by_backward = _closure(view, own_backward, "up") - own_backward
+    optimizer = _closure(view, own_backward, "down", own_backward | read_by_backward)
+    outputs = _closure(view, results, "up", own_backward | optimizer) | set(results)
+    forward = (read_by_backward | outputs) - optimizer - own_backward
+    optimizer |= _closure(view, optimizer, "up", own_backward | forward)
+    phases = {}
+    for position in ops:
+        if position in own_backward:
+            phases[position] = "backward"
+        elif position in optimizer:
+            phases[position] = "optimizer"
+        elif position in forward:
+            phases[position] = "forward"
+        else:
+            phases[position] = "other"
+    return phases
+
+
+def _phases(view: ModuleView, backward: set[int]) -> dict[int, str]:
+    by_function: dict[str, list[int]] = defaultdict(list)
+    for position, info in enumerate(view.infos):
+        if info.op_name != "func.func":
+            by_function[view.function_of[position]].append(position)
+    callers = _callers(view)
+    phase_of: dict[int, str] = {}
+    inheriting = []
+    for function, ops in by_function.items():
+        if backward.intersection(ops) or not callers.get(function):
+            phase_of.update(_classify_function(view, ops, backward))
+        else:
+            inheriting.append(function)
+    # A called function without gradient ops runs in its (first) caller's phase.
+    for _ in range(MAX_INHERIT_DEPTH):
+        pending = []
+        for function in inheriting:
+            known = [phase_of[c] for c in callers[function] if c in phase_of]
+            if not known:
+                pending.append(function)
+                continue
+            for position in by_function[function]:
+                phase_of[position] = "backward" if position in backward else known[0]
+        if not pending or len(pending) == len(inheriting):
+            inheriting = pending
+            break
+        inheriting = pending
+    for function in inheriting:  # a call cycle with no classified caller
+        for position in by_function[function]:
+            phase_of[position] = "backward" if position in backward else "other"
+    return phase_of
+
+
+def _scopes(node: str) -> list[str]:
+    """Forward scopes a gradient node can belong to, longest first (proper prefixes only)."""
+    parts = node.split("/")[1:-1]
+    found = []
+    for cut in range(len(parts), 0, -1):
+        scope = "/".join(parts[:cut])
+        found.append(scope)
+        if scope.endswith(GRAD_SUFFIX):
+            found.append(scope.removesuffix(GRAD_SUFFIX))
+    return found
+
+
+class _ForwardIndex:
+    """Forward ops by their node name and by the name scope they were created in."""
+
+    def __init__(self, view: ModuleView, phase_of: dict[int, str]) -> None:
+        self.view = view
+        self.named: dict[str, list[int]] = defaultdict(list)
+        self.in_scope: dict[str, list[int]] = defaultdict(list)
+        for position, phase in phase_of.items():
+            info = view.infos[position]
+            if phase != "forward" or info.op_name in PASS_THROUGH or is_trivial_op(info.op_name):
+                continue
+            node = _node(view, position)
+            if not node:
+                continue
+            self.named[node].append(position)
+            self.in_scope[node.rpartition("/")[0]].append(position)
+
+    def candidates(self, scope: str) -> list[int]:
+        return list(dict.fromkeys(self.named.get(scope, []) + self.in_scope.get(scope, [])))
+
+    def link(self, backward: int) -> tuple[tuple[int, ...], str]:
+        """The forward ops of one backward op, or ((), why not)."""
+        node = _node(self.view, backward)
+        for scope in _scopes(node):
+            candidates = self.candidates(scope)
+            if not candidates:
+                continue
+            function = self.view.function_of[backward]
+            local = [p for p in candidates if self.view.function_of[p] == function]
+            candidates = local or candidates
+            if len(candidates) == 1:
+                return (candidates[0],), ""
+            # Gradient functions read the forward op's outputs and inputs: an op whose output
+            # the gradient reads is stronger evidence than one that shares an input with it.
+            read = self._read_by(backward)
+            outputs = [p for p in candidates if p in read]
+            inputs = [p for p in candidates if read.intersection(_producers(self.view, p))]
+            for touched in (outputs, inputs):
+                if len(touched) == 1:
+                    return (touched[0],), ""
+            return tuple(dict.fromkeys(outputs + inputs)) or tuple(candidates), ""
+        return (), "no forward op lives in any scope of its gradient name"
+
+    def _read_by(self, position: int) -> set[int]:
+        """Producers of the op's operands, looking through ops that only pass values on."""
+        read: set[int] = set()
+        pending = _producers(self.view, position)
+        while pending:
+            producer = pending.pop()
+            if producer in read:
+                continue
+            read.add(producer)
+            if self.view.infos[producer].op_name in ("tf.Identity", "tf.IdentityN"):
+                pending.extend(_producers(self.view, producer))
+        return read
+
+
+def training_phases(view: ModuleView) -> TrainingPhases | None:
+    """The step's phases and backward -> forward links; None when the IR has no gradient op."""
+    backward = {
+        position
+        for position, info in enumerate(view.infos)
+        if info.op_name != "func.func" and is_gradient_name(_node(view, position))
+    }
+    if not backward:
+        return None
+    phase_of = _phases(view, backward)
+    index = _ForwardIndex(view, phase_of)
+    forward_of: dict[int, tuple[int, ...]] = {}
+    unlinked: dict[int, str] = {}
+    for position in sorted(backward):
+        # Every op, constants too: tf-standard folds a gradient's division into a `tf.Const`
+        # that still receives the runtime node's events.
+        forward, reason = index.link(position)
+        if forward:
+            forward_of[position] = forward
+        else:
+            unlinked[position] = reason
+    return TrainingPhases(phase_of, forward_of, unlinked)
+
+
+def training_record(view: ModuleView, ledger: Ledger) -> dict[str, Any] | None:
+    """The ledger's training summary for this level (None for an inference step)."""
+    phases = training_phases(view)
+    if phases is None:
+        return None
+
+    def name_of(position: int) -> str:
+        return view.infos[position].keys.name or view.infos[position].op_name
+
+    return training_summary(ledger, phases, name_of)

@@ -1,0 +1,275 @@
+"""torch.profiler events -> the exported program's call nodes (no MLIR here).
+
+Eager mode records one top-level `aten::*` event per call of the exported program (`aten::linear`
+for the exported node `linear`); its children (`aten::addmm`, `aten::t`, ...) are the call's
+implementation and are skipped so time is counted once. An event's signature is its aten name
+plus the chain of module instances in its verbose call stack (`nn.Module: EncoderBlock_1` ...):
+the profiler numbers the instances of each module class in the order they are first called,
+which the exported graph reproduces from each node's `nn_module_stack`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import numpy as np
+
+from irprof.errors import BundleError
+from irprof.frameworks.torch.locations import PHASE_FUNCTIONS, aten_event_name
+from irprof.trace.model import EventKind, Trace
+
+MODULE_FRAME = "nn.Module: "
+CALL_STACK_ARG = "Call stack"
+SEQUENCE_ARG = "Sequence number"  # autograd: a forward op and its backward node share it
+_PY_FRAME_RE = re.compile(r"^(.+)\((\d+)\): (.+)$")
+
+
+@dataclass(frozen=True)
+class FxCall:
+    """A call node of the exported program: what one top-level aten event corresponds to."""
+
+    index: int
+    node: str
+    event_name: str  # `aten::linear`
+    chain: tuple[str, ...]  # module instances as the profiler names them: (`Net_0`, `Linear_1`)
+    frame: tuple[str, str] | None = None  # innermost source frame: (file, function)
+
+
+@dataclass(frozen=True)
+class OpEvent:
+    """A top-level framework-op event of the trace."""
+
+    row: int
+    name: str
+    ts_ns: int
+    dur_ns: int
+    chain: tuple[str, ...]
+    frames: frozenset[tuple[str, str]] = frozenset()  # Python frames: (file, function)
+    phase: str = "forward"  # of a training step: forward, backward or optimizer
+    sequence: int | None = None  # autograd sequence number (`Sequence number` arg)
+
+
+class _FxNodeSchema(msgspec.Struct):
+    index: int
+    name: str
+    target: str
+    modules: list[tuple[str, str]] = []
+    frames: list[tuple[str, int | None, str]] = []
+
+
+class _FxFileSchema(msgspec.Struct):
+    """The JSON schema of `torch.fx.json` (what `irprof capture torch` exports)."""
+
+    nodes: list[_FxNodeSchema]
+    version: int = 1
+    mode: str = "infer"
+    parameters: dict[str, list[str]] = {}  # parameter -> the call nodes that read it
+    outputs: list[str] = []  # call nodes whose results the program returns
+    grad_accumulation_order: list[str] = []  # parameters, in AccumulateGrad order of a step
+
+
+@dataclass(frozen=True)
+class FxProgram:
+    """`torch.fx.json`: the call nodes and what a training step's backward needs besides."""
+
+    calls: list[FxCall]
+    mode: str = "infer"
+    parameters: dict[str, list[str]] = field(default_factory=dict)
+    outputs: tuple[str, ...] = ()
+    grad_accumulation_order: tuple[str, ...] = ()
+
+
+def load_fx_calls(path: Path) -> list[FxCall]:
+    """Read `torch.fx.json` and number module instances per class in order of first call."""
+    return load_fx_program(path).calls
+
+
+def load_fx_program(path: Path) -> FxProgram:
+    """Read `torch.fx.json`: call nodes (module instances numbered per class in order of first
+    call), the parameters' readers, the outputs and the gradient accumulation order."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError as exc:
+        raise BundleError(f"{path}: missing; re-capture with `irprof capture torch`") from exc
+    try:
+        document = msgspec.json.decode(data, type=_FxFileSchema, strict=True)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise BundleError(
+            f"{path}: malformed FX node list: {exc}; re-capture with `irprof capture torch`"
+        ) from exc
+    nodes = document.nodes
+    instance_of: dict[str, str] = {}
+    per_class: Counter[str] = Counter()
+    calls = []
+    for node in nodes:
+        chain = []
+        for module_path, class_name in node.modules:
+            if module_path not in instance_of:
+                instance_of[module_path] = f"{class_name}_{per_class[class_name]}"
+                per_class[class_name] += 1
+            chain.append(instance_of[module_path])
+        innermost = (node.frames[-1][0], node.frames[-1][2]) if node.frames else None
+        calls.append(
+            FxCall(
+                node.index,
+                node.name,
+                aten_event_name(node.target),
+                tuple(chain),
+                innermost,
+            )
+        )
+    return FxProgram(
+        calls,
+        document.mode,
+        document.parameters,
+        tuple(document.outputs),
+        tuple(document.grad_accumulation_order),
+    )
+
+
+def module_chain(call_stack: str | None) -> tuple[str, ...]:
+    """`nn.Module: X_n` frames of a verbose call stack (innermost first) -> outermost first."""
+    if not call_stack:
+        return ()
+    frames = [f[len(MODULE_FRAME) :] for f in call_stack.split(";") if f.startswith(MODULE_FRAME)]
+    return tuple(reversed(frames))
+
+
+def python_frames(call_stack: str | None) -> frozenset[tuple[str, str]]:
+    """(file, function) of the Python frames `file(N): function` of a verbose call stack.
+
+    N is the function's first line there, not the calling line, so only file and function can
+    be compared with the exported node's frames.
+    """
+    if not call_stack:
+        return frozenset()
+    found = set()
+    for frame in call_stack.split(";"):
+        match = _PY_FRAME_RE.match(frame)
+        if match:
+            found.add((match.group(1), match.group(3)))
+    return frozenset(found)
+
+
+def phase_of(frames: frozenset[tuple[str, str]]) -> str:
+    """The training phase whose capture function is on the call stack; forward by default."""
+    for _, function in frames:
+        if function in PHASE_FUNCTIONS:
+            return PHASE_FUNCTIONS[function]
+    return "forward"
+
+
+def top_level_op_events(trace: Trace) -> list[OpEvent]:
+    """Framework-op events not nested in another framework-op event of the same thread."""
+    rows = trace.rows_of_kind(EventKind.FRAMEWORK_OP)
+    if len(rows) == 0:
+        return []
+    order = np.lexsort((-trace.dur_ns[rows], trace.ts_ns[rows], trace.track[rows]))
+    rows = rows[order]
+    kept: list[int] = []
+    open_ends: list[int] = []
+    current_track = -1
+    for row, track, start, end in zip(
+        rows.tolist(),
+        trace.track[rows].tolist(),
+        trace.ts_ns[rows].tolist(),
+        trace.end_ns[rows].tolist(),
+        strict=True,
+    ):
+        if track != current_track:
+            current_track, open_ends = track, []
+        while open_ends and open_ends[-1] <= start:
+            open_ends.pop()
+        if not open_ends:
+            kept.append(row)
+        open_ends.append(end)
+    kept.sort(key=lambda r: int(trace.ts_ns[r]))
+    args = trace.args_many(kept)
+    events = []
+    for row, arg in zip(kept, args, strict=True):
+        frames = python_frames(arg.get(CALL_STACK_ARG))
+        sequence = arg.get(SEQUENCE_ARG)
+        events.append(
+            OpEvent(
+                row,
+                trace.name_of(row),
+                int(trace.ts_ns[row]),
+                int(trace.dur_ns[row]),
+                module_chain(arg.get(CALL_STACK_ARG)),
+                frames,
+                phase_of(frames),
+                sequence if isinstance(sequence, int) and sequence >= 0 else None,
+            )
+        )
+    return events
+
+
+@dataclass
+class EventMatch:
+    """Events joined to call nodes, and the ones that found none (with why)."""
+
+    nodes_of: dict[int, tuple[str, ...]] = field(default_factory=dict)  # event row -> FX nodes
+    unmatched: dict[int, str] = field(default_factory=dict)  # event row -> reason
+    # Joined events whose call stack lacks the node's own source frame: a sign of a wrong join.
+    source_disagreements: list[int] = field(default_factory=list)
+
+    def matched_nodes(self) -> set[str]:
+        """Every FX node some event was joined to."""
+        return {node for nodes in self.nodes_of.values() for node in nodes}
+
+
+def match_events(events: Sequence[OpEvent], calls: Sequence[FxCall]) -> EventMatch:
+    """Join events to calls by (aten name, module chain), execution order breaking ties.
+
+    Events whose exact signature no node has (a module without ops shifting the profiler's
+    instance numbers, say) fall back to the aten name alone, again in execution order. An event
+    whose op the exported program never calls is an eager fused kernel (nn.MultiheadAttention's
+    `aten::_native_multi_head_attention` fast path): it covers the calls of its module that no
+    other event accounts for.
+    """
+    exact: dict[tuple[str, tuple[str, ...]], list[FxCall]] = defaultdict(list)
+    by_name: dict[str, list[FxCall]] = defaultdict(list)
+    for call in calls:
+        exact[(call.event_name, call.chain)].append(call)
+        by_name[call.event_name].append(call)
+    seen: Counter[Any] = Counter()
+    result = EventMatch()
+    strangers: list[OpEvent] = []
+    for event in events:
+        signature = (event.name, event.chain)
+        candidates = exact.get(signature)
+        counter_key: tuple[Any, ...] = signature
+        if not candidates:
+            named = by_name.get(event.name, [])
+            # Without the module chain, the source frame is the next best discriminator.
+            same_source = [c for c in named if c.frame is not None and c.frame in event.frames]
+            candidates = same_source or named
+            counter_key = ("name", event.name, bool(same_source), event.frames)
+        if not candidates:
+            strangers.append(event)
+            continue
+        # Every step runs the same program: ranks wrap around from one step to the next.
+        call = candidates[seen[counter_key] % len(candidates)]
+        seen[counter_key] += 1
+        result.nodes_of[event.row] = (call.node,)
+        if event.frames and call.frame is not None and call.frame not in event.frames:
+            result.source_disagreements.append(event.row)
+    accounted = result.matched_nodes()
+    for event in strangers:
+        inside = tuple(
+            call.node
+            for call in calls
+            if event.chain and call.chain[: len(event.chain)] == event.chain
+            and call.node not in accounted
+        )  # fmt: skip
+        if inside:
+            result.nodes_of[event.row] = inside
+        else:
+            result.unmatched[event.row] = "no call of this op in the exported program"
+    return result

@@ -1,0 +1,265 @@
+"""The stepping half of `irprof capture torch`'s child process: entry, steps, profiler sessions.
+
+Imported only by `torch_runner` (the child), so torch is still never imported by `irprof`.
+
+The script's entry returns what to run. Inference: `(model, inputs)`. Either mode: a dict with
+`model`, `inputs`, optionally `dynamic_shapes` (given to `torch.export.export`), and for
+`--mode train` also `loss` (called as `loss(model(*inputs), *targets)`, returning a scalar
+tensor), `targets` (a tuple, default empty) and `optimizer` (a `torch.optim.Optimizer` over the
+model's parameters). A training step is forward + loss, `loss.backward()`, `optimizer.step()`
+and `optimizer.zero_grad(set_to_none=True)`, each phase run by its own Python function
+(`PHASE_FUNCTIONS`); the model and the loss are one module (`TrainingLoss`), so the exported
+program, the IR and the profiler's module chains all include the loss.
+
+Timed steps run under `torch.profiler.profile(activities=[CPU])`, each in a step annotation,
+and nothing else: no shapes, no call stacks, no verbose config, which make each op's own time
+larger (and no `record_function` per training phase, which cost a small model ~9%: phases are
+read from the reference step's call stacks instead). What correlation needs beyond op names and
+times comes from one separate, untimed step profiled with `record_shapes`, `with_stack` and
+verbose call stacks (the call-stack reference): the correlator joins timed events to its events
+by execution order. Every step is a `ProfilerStep#N` annotation in both sessions, so steps are
+told apart the same way.
+
+The capture also times as many steps with no profiler, with `torch.profiler` at its defaults and
+with irprof's settings, in rotated rounds (`step_overhead`), so the manifest records what the
+profiler costs (`options.overhead`: median step times in ns).
+"""
+
+from __future__ import annotations
+
+import gc
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch.profiler import ProfilerActivity, profile
+
+from irprof.capture.step_overhead import Conditions, measure_overhead
+from irprof.frameworks.torch.locations import PHASE_FUNCTIONS
+
+STEP_PREFIX = "ProfilerStep#"  # the name torch's own schedule gives its step annotations
+MODES = ("infer", "train")
+
+
+class EntryError(Exception):
+    """The entry's result cannot be used; the message names what is wrong and the fix."""
+
+
+@dataclass
+class ModelSpec:
+    """What the entry returned, checked: the module to export and run, and how to step it."""
+
+    model: torch.nn.Module  # in train mode, `TrainingLoss(model, loss)`
+    inputs: tuple[Any, ...]  # in train mode, inputs + targets
+    dynamic_shapes: Any = None
+    optimizer: torch.optim.Optimizer | None = None
+
+    @property
+    def mode(self) -> str:
+        """`train` when there is an optimizer to step."""
+        return "train" if self.optimizer is not None else "infer"
+
+
+class TrainingLoss(torch.nn.Module):
+    """The model and its loss as one module: `loss(model(*inputs), *targets)`."""
+
+    def __init__(self, model: torch.nn.Module, loss: Callable[..., Any], inputs: int) -> None:
+        super().__init__()
+        self.model = model
+        self.loss = loss  # an nn.Module loss becomes a submodule, so its calls are named
+        self.input_count = inputs
+
+    def forward(self, *arguments: Any) -> Any:
+        """The scalar loss of one batch."""
+        inputs, targets = arguments[: self.input_count], arguments[self.input_count :]
+        return self.loss(self.model(*inputs), *targets)
+
+
+def _as_tuple(value: Any) -> tuple[Any, ...]:
+    return tuple(value) if isinstance(value, list | tuple) else (value,)
+
+
+def model_spec(result: Any, mode: str, where: str) -> ModelSpec:
+    """Check the entry's `result` for `mode` (`where` names the script and entry in errors)."""
+    if isinstance(result, tuple) and len(result) == 2:
+        result = {"model": result[0], "inputs": result[1]}
+    if not isinstance(result, dict) or "model" not in result or "inputs" not in result:
+        raise EntryError(
+            f"{where} must return (nn.Module, inputs) or a dict with 'model' and 'inputs' "
+            "(and 'loss', 'optimizer', optional 'targets' for --mode train)"
+        )
+    unknown = set(result) - {"model", "inputs", "dynamic_shapes", "loss", "targets", "optimizer"}
+    if unknown:
+        raise EntryError(f"{where} returned unknown keys {sorted(unknown)}")
+    model = result["model"]
+    if not isinstance(model, torch.nn.Module):
+        raise EntryError(f"{where} returned {type(model).__name__} as model, not an nn.Module")
+    inputs = _as_tuple(result["inputs"])
+    if mode == "infer":
+        return ModelSpec(model.eval(), inputs, result.get("dynamic_shapes"))
+    loss, optimizer = result.get("loss"), result.get("optimizer")
+    if not callable(loss) or not isinstance(optimizer, torch.optim.Optimizer):
+        raise EntryError(
+            f"{where}: --mode train needs a dict with 'loss' (called as loss(model(*inputs), "
+            "*targets)) and 'optimizer' (a torch.optim.Optimizer over the model's parameters)"
+        )
+    if result.get("dynamic_shapes") is not None:
+        raise EntryError(f"{where}: dynamic_shapes is only supported with --mode infer")
+    targets = _as_tuple(result.get("targets", ()))
+    wrapper = TrainingLoss(model.train(), loss, len(inputs)).train()
+    return ModelSpec(wrapper, inputs + targets, None, optimizer)
+
+
+def step_function(spec: ModelSpec) -> Callable[[], None]:
+    """One step: a forward pass (inference) or forward, backward and optimizer (train)."""
+    model, inputs, optimizer = spec.model, spec.inputs, spec.optimizer
+    if optimizer is None:
+
+        def infer() -> None:
+            model(*inputs)
+
+        return infer
+
+    # One Python function per phase, named in `PHASE_FUNCTIONS`: the reference step's call
+    # stacks then say which phase ran each op, at no cost to the timed steps (a
+    # record_function per phase made a small model's training step ~9% slower).
+    def irprof_forward_phase() -> Any:
+        return model(*inputs)
+
+    def irprof_backward_phase(loss: Any) -> None:
+        loss.backward()
+
+    def irprof_optimizer_phase() -> None:
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+
+    assert set(PHASE_FUNCTIONS) == {
+        f.__name__ for f in (irprof_forward_phase, irprof_backward_phase, irprof_optimizer_phase)
+    }
+
+    def train() -> None:
+        irprof_backward_phase(irprof_forward_phase())
+        irprof_optimizer_phase()
+
+    return train
+
+
+def _timed(step: Callable[[], None]) -> int:
+    started = time.perf_counter_ns()
+    step()
+    return time.perf_counter_ns() - started
+
+
+def unprofiled_steps(step: Callable[[], None], count: int) -> list[int]:
+    """Wall time (ns) of `count` steps without a profiler."""
+    return [_timed(step) for _ in range(count)]
+
+
+def plain_profiler_steps(step: Callable[[], None], count: int) -> list[int]:
+    """Wall time of `count` steps under `torch.profiler.profile()` at its defaults."""
+    with profile():
+        return [_timed(step) for _ in range(count)]
+
+
+def _marked_step(step: Callable[[], None], index: int) -> int:
+    """One timed step inside a `ProfilerStep#<index>` annotation.
+
+    torch's own `record_function` (and the schedule's `prof.step()`, which uses it) costs more
+    than this direct C++ entry point: its Python and dispatcher work between steps made a small
+    CNN's ops ~4% slower, this ~2% (`_RecordFunctionFast` costs nothing, but its events are
+    `cpu_op`s, which readers take for aten ops).
+    """
+    handle = torch._C._autograd._record_function_with_args_enter(f"{STEP_PREFIX}{index}")
+    try:
+        return _timed(step)
+    finally:
+        torch._C._autograd._record_function_with_args_exit(handle)
+
+
+def timed_profile(step: Callable[[], None], count: int, trace_path: Path | None) -> list[int]:
+    """irprof's timed steps: CPU activity only, a `ProfilerStep#N` annotation per step;
+    writes the Chrome trace to `trace_path` (None: dropped)."""
+    with profile(activities=[ProfilerActivity.CPU]) as session:
+        durations = [_marked_step(step, index) for index in range(count)]
+    if trace_path is not None:
+        _export(session, trace_path)
+    return durations
+
+
+def reference_profile(
+    step: Callable[[], None], trace_path: Path, parameters: list[tuple[str, torch.nn.Parameter]]
+) -> list[str]:
+    """One untimed step with shapes and verbose call stacks; returns the order in which the
+    parameters' gradients were accumulated (train mode), which names each AccumulateGrad event."""
+    order: list[str] = []
+    handles = [
+        parameter.register_post_accumulate_grad_hook(  # type: ignore[no-untyped-call]
+            lambda _p, name=name: order.append(name)
+        )
+        for name, parameter in parameters
+        if parameter.requires_grad
+    ]
+    config = torch._C._profiler._ExperimentalConfig(verbose=True)  # verbose: Python call stacks
+    try:
+        with profile(
+            activities=[ProfilerActivity.CPU],
+            record_shapes=True,
+            with_stack=True,
+            experimental_config=config,
+        ) as session:
+            # Not torch's `record_function`: its first call imports a module, and with_stack
+            # now and then recorded a frame of that import with a garbage function name (raw
+            # bytes in the JSON, which no reader accepts).
+            _marked_step(step, 0)
+    finally:
+        for handle in handles:
+            handle.remove()
+    _export(session, trace_path)
+    return order
+
+
+def _export(session: profile, trace_path: Path) -> None:
+    trace_path.parent.mkdir(parents=True, exist_ok=True)
+    session.export_chrome_trace(str(trace_path))  # `.gz` suffix: torch writes it gzipped
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    """What profiling the steps produced besides the trace files."""
+
+    overhead: dict[str, Any]
+    grad_accumulation_order: list[str]
+
+
+def profile_model(
+    spec: ModelSpec, steps: int, warmup: int, trace_path: Path, reference_path: Path
+) -> StepRecord:
+    """Warm up; time `steps` steps without a profiler, under the plain profiler and under
+    irprof's timed session (kept as the trace); then the call-stack reference step."""
+    step = step_function(spec)
+    with torch.set_grad_enabled(spec.mode == "train"):
+        for _ in range(warmup):
+            step()
+        # The export, import and lowering left a large heap: frozen, the collector no longer
+        # walks it in the middle of a step; each condition starts from a collected heap (a
+        # profiler session leaves its parsed events behind). Like for like: `steps` steps per
+        # condition, each session's first step (the slowest: recording starts) included.
+        gc.collect()
+        gc.freeze()
+        overhead = measure_overhead(
+            Conditions(
+                bare=lambda: unprofiled_steps(step, steps),
+                profiler=lambda: plain_profiler_steps(step, steps),
+                irprof=lambda: timed_profile(step, steps, None),
+            ),
+            lambda: timed_profile(step, steps, trace_path),
+            steps,
+        )
+        parameters = list(spec.model.named_parameters()) if spec.mode == "train" else []
+        order = reference_profile(step, reference_path, parameters)
+    overhead["profiler"] = "torch.profiler.profile() at its defaults"
+    overhead["timed_steps"] = "activities=[CPU], a ProfilerStep#N annotation per step"
+    return StepRecord(overhead, order)

@@ -1,0 +1,216 @@
+"""A PyTorch training step: backward events linked to the forward calls they differentiate.
+
+The IR is the forward program (model and loss, exported together); eager PyTorch runs backward
+as autograd-engine events (`autograd::engine::evaluate_function: AddmmBackward0`) and the
+optimizer as plain aten calls. Each event's phase comes from the reference step's call stack
+(the capture runs each phase in a function named in `PHASE_FUNCTIONS`). Backward events are
+linked only through what the profiler and the capture recorded, never by name likeness:
+
+- an engine event carries the autograd `Sequence number` of the node it runs, which the forward
+  op that created the node carries too (Kineto also draws a forward/backward flow between
+  them). The forward op may be nested inside a top-level call (`aten::t` inside
+  `aten::linear`): the backward event goes to the FX call(s) that top-level event was joined to;
+- `AccumulateGrad` events (writing a parameter's `.grad`) carry no sequence number: the capture
+  recorded the order in which a step accumulates the parameters' gradients, so the k-th such
+  event of a step is the k-th parameter, and goes to the calls that read that parameter;
+- the other backward events of the step (the seed `ones_like` of `loss.backward()`) create the
+  loss's gradient and go to the calls that produce the program's outputs.
+
+Optimizer time is its own bucket: there is no optimizer op in the IR, so its events are listed
+as unattributed with that reason, and `training` in the coverage reports each phase.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from irprof.frameworks.torch.events import SEQUENCE_ARG, FxProgram, OpEvent
+from irprof.frameworks.torch.reference import split_by_step, step_windows
+from irprof.trace.model import EventKind, Trace
+
+ENGINE_PREFIX = "autograd::engine::evaluate_function: "
+ACCUMULATE_GRAD = "torch::autograd::AccumulateGrad"
+OPTIMIZER_REASON = (
+    "optimizer step (its own bucket): torch.optim updating parameters, which no op of the "
+    "model's IR computes"
+)
+
+
+@dataclass
+class BackwardLinks:
+    """Backward event row -> FX call nodes, how each was linked, and the events left alone."""
+
+    nodes_of: dict[int, tuple[str, ...]] = field(default_factory=dict)
+    how: dict[int, str] = field(default_factory=dict)
+    unlinked: dict[int, str] = field(default_factory=dict)
+
+
+class TopLevelIndex:
+    """Which top-level event (of a chosen set) a nested event of the same thread lies in."""
+
+    def __init__(self, trace: Trace, events: Sequence[OpEvent]) -> None:
+        self._trace = trace
+        self._spans: dict[int, list[tuple[int, int, int]]] = defaultdict(list)
+        for event in events:
+            row = event.row
+            self._spans[int(trace.track[row])].append((event.ts_ns, int(trace.end_ns[row]), row))
+        for spans in self._spans.values():
+            spans.sort()
+
+    def owner(self, row: int) -> int | None:
+        """The row of the top-level event containing `row`, if any."""
+        spans = self._spans.get(int(self._trace.track[row]), [])
+        start = int(self._trace.ts_ns[row])
+        index = bisect_right(spans, (start, 1 << 62, 1 << 62)) - 1
+        if index >= 0 and spans[index][0] <= start < spans[index][1]:
+            return spans[index][2]
+        return None
+
+
+def flow_links(
+    trace: Trace, forward: TopLevelIndex, backward: TopLevelIndex
+) -> dict[int, set[int]]:
+    """Backward top-level row -> forward top-level rows Kineto's forward/backward flows join."""
+    found: dict[int, set[int]] = defaultdict(set)
+    flows = trace.flows
+    for source, target in zip(flows.src.tolist(), flows.dst.tolist(), strict=True):
+        if source < 0 or target < 0:
+            continue
+        to_row, from_row = backward.owner(target), forward.owner(source)
+        if to_row is not None and from_row is not None:
+            found[to_row].add(from_row)
+    return found
+
+
+def sequence_creators(trace: Trace, forward: TopLevelIndex) -> dict[int, set[int]]:
+    """Autograd sequence number -> the top-level forward event(s) of the op that created the
+    node. Every op records the number the next node will get, so several ops carry it; the
+    node's creator is the last of them on its thread (the rule Kineto draws its flows by)."""
+    rows = trace.rows_of_kind(EventKind.FRAMEWORK_OP).tolist()
+    latest: dict[tuple[int, int], tuple[int, int]] = {}  # (seq, track) -> (ts, row)
+    for row, args in zip(rows, trace.args_many(rows), strict=True):
+        sequence = args.get(SEQUENCE_ARG)
+        if not isinstance(sequence, int) or sequence < 0 or forward.owner(row) is None:
+            continue
+        key, stamp = (sequence, int(trace.track[row])), (int(trace.ts_ns[row]), row)
+        if key not in latest or stamp > latest[key]:
+            latest[key] = stamp
+    creators: dict[int, set[int]] = defaultdict(set)
+    for (sequence, _), (_, row) in latest.items():
+        owner = forward.owner(row)
+        if owner is not None:
+            creators[sequence].add(owner)
+    return creators
+
+
+def link_backward(
+    trace: Trace,
+    events: Sequence[OpEvent],
+    forward_nodes: Mapping[int, tuple[str, ...]],
+    program: FxProgram,
+) -> BackwardLinks:
+    """Link every backward-phase event of `events` to FX call nodes (module docstring)."""
+    links = BackwardLinks()
+    backward = [event for event in events if event.phase == "backward"]
+    if not backward:
+        return links
+    forward_index = TopLevelIndex(trace, [e for e in events if e.phase == "forward"])
+    flows = flow_links(trace, forward_index, TopLevelIndex(trace, backward))
+    creators = sequence_creators(trace, forward_index)
+    windows = step_windows(trace) or [(min(e.ts_ns for e in events), 1 << 62)]
+    steps, outside = split_by_step(backward, windows)
+    for event in outside:
+        links.unlinked[event.row] = "backward event outside every step marker"
+    order = program.grad_accumulation_order
+    for step in steps:
+        accumulations = [e.row for e in step if e.name == ENGINE_PREFIX + ACCUMULATE_GRAD]
+        index_of = {row: index for index, row in enumerate(accumulations)}
+        counted = len(accumulations) == len(order)
+        for event in step:
+            if event.row in index_of:
+                _link_accumulation(links, event, index_of[event.row], counted, program)
+            elif event.name.startswith(ENGINE_PREFIX):
+                _link_engine_event(links, event, flows, creators, forward_nodes)
+            elif program.outputs:
+                links.nodes_of[event.row] = program.outputs
+                links.how[event.row] = "gradient seed of the program's output"
+            else:
+                links.unlinked[event.row] = "backward event outside the autograd engine"
+    return links
+
+
+def _link_engine_event(
+    links: BackwardLinks,
+    event: OpEvent,
+    flows: Mapping[int, set[int]],
+    creators: Mapping[int, set[int]],
+    forward_nodes: Mapping[int, tuple[str, ...]],
+) -> None:
+    found, how = flows.get(event.row, set()), "forward/backward flow"
+    if not found and event.sequence is not None:
+        found, how = creators.get(event.sequence, set()), "autograd sequence number"
+    if not found or (len(found) > 1 and how != "forward/backward flow"):
+        links.unlinked[event.row] = (
+            "the profiler links this autograd node to no forward event"
+            if not found
+            else f"autograd sequence number {event.sequence} was created on {len(found)} "
+            "threads, so its forward op is not known"
+        )
+        return
+    nodes = tuple(dict.fromkeys(n for owner in sorted(found) for n in forward_nodes.get(owner, ())))
+    if not nodes:
+        links.unlinked[event.row] = "its forward event found no FX call"
+        return
+    links.nodes_of[event.row] = nodes
+    links.how[event.row] = how
+
+
+def _link_accumulation(
+    links: BackwardLinks, event: OpEvent, index: int, counted: bool, program: FxProgram
+) -> None:
+    if not counted:
+        links.unlinked[event.row] = (
+            f"the step accumulated gradients {index + 1}+ times but the capture recorded "
+            f"{len(program.grad_accumulation_order)} parameters, so which parameter is unknown"
+        )
+        return
+    parameter = program.grad_accumulation_order[index]
+    readers = tuple(program.parameters.get(parameter, ()))
+    if not readers:
+        links.unlinked[event.row] = f"no FX call reads parameter {parameter!r}"
+        return
+    links.nodes_of[event.row] = readers
+    links.how[event.row] = f"gradient accumulation into {parameter}"
+
+
+def training_record(
+    events: Sequence[OpEvent],
+    attributed_rows: set[int],
+) -> dict[str, Any]:
+    """Per-phase time: `phases_ns` (attributed forward and backward time, the optimizer bucket,
+    the unattributed rest; they add up to the profiled time) and `phases_profiled_ns`."""
+    profiled = dict.fromkeys(("forward", "backward", "optimizer"), 0)
+    attributed = dict.fromkeys(("forward", "backward"), 0)
+    for event in events:
+        phase = event.phase if event.phase in profiled else "forward"
+        profiled[phase] += event.dur_ns
+        if phase in attributed and event.row in attributed_rows:
+            attributed[phase] += event.dur_ns
+    rest = sum(profiled.values()) - sum(attributed.values()) - profiled["optimizer"]
+    return {
+        "phases_ns": {
+            "forward": attributed["forward"],
+            "backward": attributed["backward"],
+            "optimizer": profiled["optimizer"],
+            "other": 0,
+            "unattributed": rest,
+        },
+        "phases_profiled_ns": profiled,
+        "buckets": ["optimizer"],  # phases listed as unattributed: no IR op computes them
+        "backward_linked_ns": attributed["backward"],
+        "backward_unlinked_ns": profiled["backward"] - attributed["backward"],
+    }

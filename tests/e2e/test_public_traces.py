@@ -1,0 +1,196 @@
+"""Conformance on real traces: public Kineto files (GPU, NCCL, MTIA, CPU-only) read exactly as
+an independent count of their raw JSON says (see tests/fixtures/traces/public/README.md)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+from collections import Counter, defaultdict
+from decimal import ROUND_HALF_EVEN, Decimal
+from itertools import pairwise
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from irprof.analyses.ranks import summarize_ranks
+from irprof.analyses.trace_summary import summarize_trace
+from irprof.cli.main import main
+from irprof.readers import read_trace
+from irprof.trace.model import EventKind
+
+PUBLIC = Path(__file__).parents[1] / "fixtures" / "traces" / "public"
+FILES = sorted(PUBLIC.glob("*.json.gz"))
+SLICE_PHASES = {"X", "i", "I", "n", "C"}
+# What each Kineto category means, stated here independently of the reader's table.
+EXPECTED_KIND = {
+    "cpu_op": "framework_op",
+    "kernel": "kernel",
+    "gpu_memcpy": "memcpy",
+    "gpu_memset": "memset",
+    "mtia_ccp_events": "kernel",
+    "cuda_runtime": "runtime",
+    "cuda_driver": "runtime",
+    "cuda_sync": "runtime",
+    "mtia_runtime": "runtime",
+    "user_annotation": "annotation",
+    "gpu_user_annotation": "annotation",
+    "cuda_profiler_range": "annotation",
+    "Trace": "envelope",
+}
+
+
+def raw_document(path: Path) -> dict[str, Any]:
+    document: dict[str, Any] = json.loads(gzip.decompress(path.read_bytes()))
+    return document
+
+
+def expected_kind(event: dict[str, Any]) -> str:
+    if event["ph"] in {"i", "I", "n"}:
+        return "instant"
+    label = EXPECTED_KIND.get(event.get("cat", ""), "other")
+    if label == "kernel" and event["name"].lower().startswith("nccl"):
+        return "collective"
+    if label == "annotation" and event["name"].startswith("ProfilerStep"):
+        return "step"
+    return label
+
+
+def ns(micros: float) -> int:
+    """Microseconds as written (decimal text) -> ns, with no float step."""
+    return int((Decimal(repr(micros)) * 1000).to_integral_value(ROUND_HALF_EVEN))
+
+
+def flow_pairs(events: list[dict[str, Any]]) -> int:
+    """Links between consecutive points of one (cat, id), a flow end closing its chain."""
+    points: dict[tuple[Any, Any], list[tuple[float, int, str]]] = defaultdict(list)
+    for index, event in enumerate(events):
+        if event["ph"] in {"s", "t", "f"}:
+            points[(event.get("cat"), event["id"])].append((event["ts"], index, event["ph"]))
+    return sum(
+        sum(1 for first, _second in pairwise(chain) if first[2] != "f")
+        for chain in (sorted(found) for found in points.values())
+    )
+
+
+def test_the_corpus_is_present_with_its_licence() -> None:
+    assert len(FILES) == 8
+    assert "MIT License" in (PUBLIC / "LICENSE").read_text()
+
+
+@pytest.mark.parametrize("path", FILES, ids=[path.name.split(".")[0] for path in FILES])
+def test_counts_times_and_kinds_match_the_raw_json(path: Path) -> None:
+    # GIVEN the raw events, counted here without the reader
+    document = raw_document(path)
+    events = [event for event in document["traceEvents"] if event["ph"] in SLICE_PHASES]
+    base_ns = int(document.get("baseTimeNanoseconds", 0))
+    # WHEN irprof reads the file (most of them start with a newline: once taken for XPlane)
+    trace = read_trace(path)
+    # THEN events, tracks, flows, time range and kinds all agree
+    assert len(trace) == len(events)
+    assert len(trace.tracks) == len({(event["pid"], event["tid"]) for event in events})
+    assert len(trace.flows) == flow_pairs(document["traceEvents"])
+    assert trace.warnings == ()
+    first = min(ns(event["ts"]) for event in events) + base_ns
+    last = max(ns(event["ts"]) + ns(event.get("dur", 0)) for event in events) + base_ns
+    assert trace.span_ns() == (first, last)
+    kinds = Counter(EventKind(int(kind)).label for kind in trace.kind)
+    assert kinds == Counter(expected_kind(event) for event in events)
+    assert int(trace.dur_ns.sum()) == pytest.approx(
+        sum(event.get("dur", 0) for event in events) * 1000, abs=len(events)
+    )
+
+
+@pytest.mark.parametrize("path", FILES, ids=[path.name.split(".")[0] for path in FILES])
+def test_convert_round_trips_every_column(
+    tmp_path: Path, path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    trace = read_trace(path)
+    for suffix in (".json", ".parquet"):
+        out = tmp_path / f"events{suffix}"
+        assert main(["trace", "convert", str(path), "-o", str(out)]) == 0
+        again = read_trace(out)
+        for column in ("ts_ns", "dur_ns", "kind", "track"):
+            assert np.array_equal(getattr(again, column), getattr(trace, column)), column
+        assert again.names() == trace.names()
+        assert np.array_equal(again.flows.src, trace.flows.src)
+        assert np.array_equal(again.flows.dst, trace.flows.dst)
+        assert again.args_many(range(len(again))) == trace.args_many(range(len(trace)))
+
+
+def test_gpu_trace_summary_splits_device_time_by_stream() -> None:
+    # GIVEN rank 0 of an NCCL pair: kernels on stream 7, NCCL on streams 84 and 203
+    path = PUBLIC / "trace_filter__sampled_rank-0.json.gz"
+    raw = [event for event in raw_document(path)["traceEvents"] if event["ph"] == "X"]
+    nccl = [event for event in raw if event.get("cat") == "kernel" and "nccl" in event["name"]]
+    summary = summarize_trace(read_trace(path))
+    # THEN one device, "GPU 0" (Kineto's process label), with each category's time
+    (gpu,) = summary.devices
+    assert gpu.device == "GPU 0"
+    streams = {stream.stream: stream for stream in summary.streams}
+    assert set(streams) == {"stream 7", "stream 23", "stream 25", "stream 84", "stream 203"}
+    on_84 = [event for event in nccl if event["tid"] == 84]
+    assert streams["stream 84"].communication_ns == round(sum(e["dur"] for e in on_84) * 1000)
+    assert streams["stream 84"].compute_ns == 0
+    assert gpu.compute_ns + gpu.communication_ns + gpu.memory_ns >= gpu.busy_ns > 0
+    assert gpu.idle_ns == gpu.window_ns - gpu.busy_ns
+    # AND the top device work is the NCCL kernel; the profiler's envelope is in no top list
+    assert summary.top_device[0].kind == "collective"
+    listed = {row.name for row in summary.top_by_total + summary.top_by_self}
+    assert "PyTorch Profiler (0)" not in listed
+
+
+def test_mtia_device_work_is_kernels_on_the_mtia_device() -> None:
+    path = PUBLIC / "mtia_inference_trace__mtia_inference_rank_0.json.gz"
+    raw = raw_document(path)["traceEvents"]
+    ccp = [event for event in raw if event.get("cat") == "mtia_ccp_events"]
+    summary = summarize_trace(read_trace(path))
+    assert [device.device for device in summary.devices] == ["MTIA 17"]
+    assert summary.devices[0].events == len(ccp)
+    assert sum(stream.events for stream in summary.streams) == len(ccp)
+
+
+def test_cpu_only_trace_has_no_device_table(capsys: pytest.CaptureFixture[str]) -> None:
+    path = PUBLIC / "mixed_files__rank_non_gpu.json.gz"
+    assert summarize_trace(read_trace(path)).devices == ()
+    assert main(["trace", "summary", str(path)]) == 0
+    assert "Device time" not in capsys.readouterr().out
+
+
+def test_rank_directory_gives_a_rank_table(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN a directory with the two ranks of one run
+    for number in (0, 1):
+        name = f"trace_filter__sampled_rank-{number}.json.gz"
+        shutil.copy(PUBLIC / name, tmp_path / name)
+    table = summarize_ranks(sorted(tmp_path.glob("*.json.gz")))
+    # THEN ranks come from distributedInfo, step time is the ProfilerStep mean
+    assert [rank.rank for rank in table.ranks] == [0, 1]
+    for rank in table.ranks:
+        trace = read_trace(rank.source)
+        steps = trace.rows_of_kind(EventKind.STEP)
+        assert rank.steps == 2 and rank.step_ns == int(trace.dur_ns[steps].mean())
+        assert rank.communication_ns > 0 and rank.compute_ns > 0
+    assert table.stragglers == ()  # 615 ms and 619 ms: within 10% of the median
+    # AND a tight threshold flags the slower rank
+    assert summarize_ranks(sorted(tmp_path.glob("*.json.gz")), threshold=0.001).stragglers == (1,)
+    assert main(["trace", "summary", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "Ranks" in out and "trace_filter__sampled_rank-1.json.gz" in out
+
+
+def test_rank_from_file_name_and_duplicate_ranks(tmp_path: Path) -> None:
+    # GIVEN the MTIA trace (no distributedInfo) under two rank-numbered names
+    source = PUBLIC / "mtia_inference_trace__mtia_inference_rank_0.json.gz"
+    shutil.copy(source, tmp_path / "worker_3.json.gz")
+    shutil.copy(source, tmp_path / "worker_5.json.gz")
+    table = summarize_ranks(sorted(tmp_path.glob("*.json.gz")))
+    assert [rank.rank for rank in table.ranks] == [3, 5]
+    # AND two files claiming one rank is refused, naming both
+    shutil.copy(PUBLIC / "trace_filter__sampled_rank-0.json.gz", tmp_path / "a.json.gz")
+    shutil.copy(PUBLIC / "trace_filter__sampled_rank-0.json.gz", tmp_path / "b.json.gz")
+    with pytest.raises(Exception, match=r"rank 0 is also the rank of .*a\.json\.gz"):
+        summarize_ranks([tmp_path / "a.json.gz", tmp_path / "b.json.gz"])

@@ -1,0 +1,222 @@
+"""End to end with the real torch CPU wheel: capture a model in a child process, annotate it.
+
+One capture per session (a few seconds): a model whose forward loops in Python over one shared
+layer, calls two different layers on one source line, and uses modules whose eager execution
+differs from the exported program (BatchNorm in eval, in-place ReLU, an LSTM, and
+nn.MultiheadAttention, which eager runs as one fused `aten::_native_multi_head_attention`).
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from irprof.bundle import RunBundle
+from irprof.correlate.base import CorrelationOptions
+from irprof.errors import CaptureError, UsageError
+from irprof.frameworks.torch.capture import TorchCaptureOptions, capture_torch
+from irprof.frameworks.torch.correlate import CORRELATOR
+from irprof.frameworks.torch.events import load_fx_calls
+from irprof.frameworks.torch.locations import FxNodeName
+from irprof.mlir.context import make_context
+from irprof.mlir.load import load_module
+from irprof.mlir.op_index import derive_op_infos
+from irprof.mlir.profile_attrs import get_profile
+from irprof.run_annotate import annotate_bundle
+
+pytest.importorskip("torch")
+pytestmark = pytest.mark.torch
+
+LOOP_MODEL = textwrap.dedent(
+    """
+    import torch
+    from torch import nn
+
+
+    class Looped(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.shared = nn.Linear(16, 16)
+            self.left = nn.Linear(16, 8)
+            self.right = nn.Linear(16, 8)
+            self.norm = nn.BatchNorm1d(16)
+            self.act = nn.ReLU(inplace=True)
+            self.lstm = nn.LSTM(16, 16, batch_first=True)
+            self.mha = nn.MultiheadAttention(16, 2, batch_first=True)
+
+        def forward(self, x):
+            for _ in range(3):
+                x = torch.tanh(self.shared(x))
+            x = self.act(self.norm(x))
+            seq, _ = self.lstm(x.unsqueeze(0))
+            seq, _ = self.mha(seq, seq, seq)
+            x = seq.squeeze(0)
+            return self.left(x) + self.right(x)
+
+
+    def build():
+        torch.manual_seed(0)
+        return Looped(), (torch.randn(4, 16),)
+    """
+)
+
+
+@pytest.fixture(scope="session")
+def loop_bundle(tmp_path_factory: pytest.TempPathFactory) -> RunBundle:
+    """The session's one real capture."""
+    folder = tmp_path_factory.mktemp("torch_loop")
+    script = folder / "looped.py"
+    script.write_text(LOOP_MODEL)
+    options = TorchCaptureOptions(entry="build", steps=3, warmup=1)
+    return capture_torch(script, folder / "run", options)
+
+
+def test_capture_writes_a_complete_bundle(loop_bundle: RunBundle) -> None:
+    """Manifest, both IR levels, the FX node list and the gzipped Chrome trace."""
+    manifest = loop_bundle.manifest()
+    assert manifest.framework == "torch"
+    assert manifest.ir_levels == ("torch", "linalg")
+    assert manifest.steps == 3
+    assert manifest.options["threads"] == 1
+    assert manifest.versions["torch"].startswith("2.13.0")
+    files = (
+        loop_bundle.ir_path("torch"),
+        loop_bundle.ir_path("linalg"),
+        loop_bundle.root / "ir" / "torch.fx.json",
+        *loop_bundle.trace_paths(),
+    )
+    for path in files:
+        assert path.is_file() and path.stat().st_size > 0
+    assert loop_bundle.trace_paths()[0].read_bytes()[:2] == b"\x1f\x8b"
+
+
+def test_locations_name_fx_nodes_with_paths_relative_to_the_script(loop_bundle: RunBundle) -> None:
+    """Every op location is relative (no machine path); each call node has its own NameLoc."""
+    text = loop_bundle.ir_path("torch").read_text()
+    assert str(loop_bundle.root.parent) not in text
+    module = load_module(loop_bundle.ir_path("torch"), make_context())
+    names = {info.key.name or "" for info in derive_op_infos(module)}
+    addmm_names = {name for name in names if name.endswith("|aten.addmm.default")}
+    assert {name for name in addmm_names if name.startswith(("shared|", "left|", "right|"))} == {
+        "shared|linear|aten.addmm.default",
+        "shared|linear_1|aten.addmm.default",
+        "shared|linear_2|aten.addmm.default",
+        "left|linear_5|aten.addmm.default",
+        "right|linear_6|aten.addmm.default",
+    }
+    sources = {info.key.source for info in derive_op_infos(module) if info.key.source}
+    assert all(source.startswith("looped.py:") for source in sources)
+
+
+def test_every_live_exported_call_names_an_op(loop_bundle: RunBundle) -> None:
+    """The input's `unsqueeze` (replayed by functionalization after the in-place ReLU) has its op.
+
+    Only calls that yield no tensor op have none: tuple indexing (`getitem`) and the attention
+    weights nn.MultiheadAttention averages (`view_4`, `mean`), which `seq, _ =` discards.
+    """
+    module = load_module(loop_bundle.ir_path("torch"), make_context())
+    infos = derive_op_infos(module)
+    named = {parsed.node for info in infos if (parsed := FxNodeName.parse(info.key.name or ""))}
+    calls = {call.node for call in load_fx_calls(loop_bundle.root / "ir" / "torch.fx.json")}
+    assert calls - named == {"getitem", "getitem_1", "getitem_2", "view_4", "mean"}
+    own = [info for info in infos if info.key.name == "|unsqueeze|aten.unsqueeze.default"]
+    (unsqueeze,) = [info for info in own if info.op_name == "torch.aten.unsqueeze"]
+    assert unsqueeze.key.source == "looped.py:21:0"  # the `self.lstm(x.unsqueeze(0))` line
+
+
+def test_annotate_torch_level_covers_the_profile(loop_bundle: RunBundle) -> None:
+    """>= 99% of profiled aten time lands on torch ops; each loop iteration on its own op."""
+    outcome = annotate_bundle(loop_bundle, level="torch")
+    assert outcome.coverage.time_coverage >= 0.99
+    assert outcome.coverage.warnings == ()
+    assert outcome.coverage.ops_nontrivial_annotated == outcome.coverage.ops_nontrivial
+    module = load_module(outcome.annotated_path, make_context())
+    addmm = {
+        info.key.name: get_profile(info.op)
+        for info in derive_op_infos(module)
+        if info.op_name == "torch.aten.addmm"
+    }
+    loop_ops = [
+        addmm[f"shared|{node}|aten.addmm.default"] for node in ("linear", "linear_1", "linear_2")
+    ]
+    assert all(data is not None and data.count == 3 for data in loop_ops)
+    firsts = [data.first_ts_ns for data in loop_ops if data is not None]
+    assert firsts == sorted(firsts) and len(set(firsts)) == 3
+    assert loop_bundle.opprofile_path.is_file()
+    assert loop_bundle.coverage_path.is_file()
+
+
+def test_eager_fused_attention_kernel_lands_on_the_exported_attention_ops(
+    loop_bundle: RunBundle,
+) -> None:
+    """The fast-path event has no exported twin: it is shared by the mha module's ops."""
+    result = CORRELATOR.correlate(loop_bundle, "torch", CorrelationOptions())
+    fused = [
+        entry
+        for entry in result.opprofile.entries
+        if "aten::_native_multi_head_attention" in entry.data.kernels
+    ]
+    assert len(fused) > 3
+    assert all((entry.key.name or "").startswith("mha|") for entry in fused)
+    assert all(entry.data.fused_with for entry in fused)
+    assert sum(entry.data.total_ns for entry in fused) > 0
+
+
+def test_annotate_linalg_level_reaches_every_located_op(loop_bundle: RunBundle) -> None:
+    """Lowered ops carry their torch origin's profile."""
+    outcome = annotate_bundle(loop_bundle, level="linalg")
+    extra = outcome.coverage.extra
+    assert extra["nonbody_located_annotated"] == extra["nonbody_located_ops"] > 0
+    assert outcome.annotated_path.is_file()
+    assert "irprof.profile" in outcome.annotated_path.read_text()
+
+
+def test_bad_entry_is_a_capture_error_and_leaves_no_bundle(tmp_path: Path) -> None:
+    """The child's message names the script and the fix; nothing is written."""
+    script = tmp_path / "model.py"
+    script.write_text("x = 1\n")
+    with pytest.raises(CaptureError, match="no callable 'irprof_model'"):
+        capture_torch(script, tmp_path / "run")
+    assert not (tmp_path / "run").exists()
+    assert [p.name for p in tmp_path.iterdir()] == ["model.py"]
+
+
+def test_bad_options_are_refused_before_running(tmp_path: Path) -> None:
+    """Usage errors need no child process."""
+    script = tmp_path / "model.py"
+    script.write_text("x = 1\n")
+    with pytest.raises(UsageError, match="--levels"):
+        capture_torch(script, tmp_path / "run", TorchCaptureOptions(levels=("linalg",)))
+    with pytest.raises(UsageError, match="--decompose"):
+        capture_torch(script, tmp_path / "run", TorchCaptureOptions(decompose="all"))
+    with pytest.raises(UsageError, match="no such script"):
+        capture_torch(tmp_path / "missing.py", tmp_path / "run")
+
+
+def test_model_torch_export_cannot_handle_is_one_clear_error(tmp_path: Path) -> None:
+    """Data-dependent control flow: the error names the script and torch.export's complaint."""
+    script = tmp_path / "branchy.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import torch
+            from torch import nn
+
+
+            class Branchy(nn.Module):
+                def forward(self, x):
+                    if x.sum() > 0:
+                        return x * 2
+                    return x - 1
+
+
+            def irprof_model():
+                return Branchy(), (torch.randn(3),)
+            """
+        )
+    )
+    with pytest.raises(CaptureError, match=r"branchy\.py: torch\.export could not export"):
+        capture_torch(script, tmp_path / "run")
+    assert not (tmp_path / "run").exists()
