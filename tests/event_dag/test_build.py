@@ -1,4 +1,4 @@
-"""EventDag: thesis levels on a hand-checked example, causal edges, invariants, exports, CLI."""
+"""EventDag: overlap levels on a hand-checked example, causal edges, invariants, exports, CLI."""
 
 from __future__ import annotations
 

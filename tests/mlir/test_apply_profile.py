@@ -16,7 +16,7 @@ from irprof.mlir.op_index import OpIndex, derive_op_keys, walk_ops
 from irprof.mlir.profile_attrs import (
     PROFILE_ATTR,
     SUMMARY_ATTR,
-    THESIS_ATTR,
+    TS_DUR_ATTR,
     get_profile,
     get_summary,
 )
@@ -97,10 +97,10 @@ def test_a_later_entry_overwrites_an_op_an_earlier_one_annotated() -> None:
 
 
 def test_the_thesis_layout_writes_profiler_data_only() -> None:
-    """`layout="thesis"` writes `{ts, dur}` and no `irprof.profile`."""
+    """`layout="ts-dur"` writes `{ts, dur}` and no `irprof.profile`."""
     module, ops = _module()
-    apply_opprofile(module, _opprofile(MATMUL), layout="thesis")
-    assert str(ops[1].attributes[THESIS_ATTR]) == "{dur = 100 : i64, ts = 5 : i64}"
+    apply_opprofile(module, _opprofile(MATMUL), layout="ts-dur")
+    assert str(ops[1].attributes[TS_DUR_ATTR]) == "{dur = 100 : i64, ts = 5 : i64}"
     assert PROFILE_ATTR not in ops[1].attributes
 
 
@@ -149,7 +149,7 @@ def test_annotate_without_coverage_counts_the_summary_from_the_module() -> None:
 def test_summary_without_totals_reads_zero_times() -> None:
     """Missing totals are 0 (and the coverages 0.0); `reattached_from` defaults to ""."""
     module, _ = _module()
-    annotate_module(module, _opprofile(SOURCE), layout="thesis")
+    annotate_module(module, _opprofile(SOURCE), layout="ts-dur")
     summary = get_summary(module)
     assert summary is not None
     assert (summary["profiled_ns"], summary["attributed_ns"], summary["time_coverage"]) == (

@@ -143,7 +143,7 @@ def test_near_zero_coverage_is_refused_unless_allowed(
     with pytest.raises(CorrelationError, match="another model"):
         annotate_bundle(bundle)
     assert not bundle.annotated_path("tf").exists() and not bundle.coverage_path.exists()
-    outcome = annotate_bundle(bundle, allow_low_coverage=True, attr="thesis")
+    outcome = annotate_bundle(bundle, allow_low_coverage=True, attr="ts-dur")
     assert outcome.coverage.time_coverage < 0.05
     assert "profiler_data = {dur = 100 : i64" in bundle.annotated_path("tf").read_text()
 

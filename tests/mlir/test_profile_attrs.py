@@ -1,4 +1,4 @@
-"""The annotation interface: attach/get/has/strip, the thesis layout, the module summary."""
+"""The annotation interface: attach/get/has/strip, the ts-dur layout, the module summary."""
 
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ def test_attach_then_get_returns_the_same_data_and_reparses() -> None:
 def test_thesis_layout_is_ts_first_start_and_dur_total() -> None:
     module = load_module(FIXTURES / "tf.function.mlir", make_context())
     matmul = next(op for op in walk_ops(module) if op.name == "tf.MatMul")
-    attach_profile(matmul, DATA, layout="thesis")
+    attach_profile(matmul, DATA, layout="ts-dur")
     text = print_module(module, debug_info=False)
     assert f"profiler_data = {{dur = 2000 : i64, ts = {DATA.first_ts_ns} : i64}}" in text
     read = get_profile(matmul)
@@ -118,10 +118,10 @@ def test_strip_of_attach_prints_exactly_the_input(
     module = load_module(_module_text(ops), context)
     original = print_module(module)
     all_ops = walk_ops(module)
-    for position, durations, thesis in picks:
+    for position, durations, ts_dur in picks:
         data = ProfileData.from_durations(durations, 7, 10**13, kernels=[f"k{position}"])
         attach_profile(
-            all_ops[position % len(all_ops)], data, layout="thesis" if thesis else "irprof"
+            all_ops[position % len(all_ops)], data, layout="ts-dur" if ts_dur else "irprof"
         )
     attach_summary(module, {"framework": "test", "ops": len(picks)})
     annotated = print_module(module)

@@ -35,7 +35,7 @@ def test_batch_equals_builder_property(datas: list[ProfileData]) -> None:
     """PROPERTY: uniqued attributes compare by identity, so equality is bit-for-bit."""
     builder = AttributeBuilder(make_context())
     assert builder.profiles(datas) == [builder.profile(d) for d in datas]
-    assert builder.profiles(datas, "thesis") == [builder.thesis(d) for d in datas]
+    assert builder.profiles(datas, "ts-dur") == [builder.ts_dur(d) for d in datas]
 
 
 def test_batch_spans_several_parses_and_keeps_order() -> None:
@@ -51,10 +51,10 @@ def test_out_of_range_values_fail_as_with_the_builder(value: int) -> None:
     """The parser would wrap 2**63..2**64-1 to negative i64; the batch must not."""
     builder = AttributeBuilder(make_context())
     bad = ProfileData(**{**ProfileData.from_durations([1], 0, 1).__dict__, "total_ns": value})
-    layouts: tuple[Layout, ...] = ("irprof", "thesis")
+    layouts: tuple[Layout, ...] = ("irprof", "ts-dur")
     for layout in layouts:
         with pytest.raises(Exception) as by_builder:  # the bindings' own error type
-            builder.profile(bad) if layout == "irprof" else builder.thesis(bad)
+            builder.profile(bad) if layout == "irprof" else builder.ts_dur(bad)
         with pytest.raises(by_builder.type):
             builder.profiles([bad], layout)
 

@@ -20,7 +20,7 @@ from irprof.mlir.op_index import walk_ops
 from irprof.mlir.profile_attrs import (
     PROFILE_ATTR,
     SUMMARY_ATTR,
-    THESIS_ATTR,
+    TS_DUR_ATTR,
     AttributeBuilder,
     ModuleSummary,
     attach_profile,
@@ -33,7 +33,7 @@ from irprof.mlir.profile_attrs import (
     profile_text,
     string_literal,
     strip_profiles,
-    thesis_text,
+    ts_dur_text,
 )
 from irprof.opprofile import ProfileData
 
@@ -67,9 +67,9 @@ def _ops(text: str = MODULE) -> tuple[ir.Module, list[ir.Operation]]:
 
 
 def test_attribute_names_per_layout() -> None:
-    """`irprof` writes `irprof.profile`, `thesis` writes `profiler_data`, others are refused."""
+    """`irprof` writes `irprof.profile`, `ts-dur` writes `profiler_data`, others are refused."""
     assert attribute_name("irprof") == "irprof.profile" == PROFILE_ATTR
-    assert attribute_name("thesis") == "profiler_data" == THESIS_ATTR
+    assert attribute_name("ts-dur") == "profiler_data" == TS_DUR_ATTR
     with pytest.raises(ValueError, match=r"unknown annotation layout 'xml'; expected one of"):
         attribute_name("xml")  # type: ignore[arg-type]
 
@@ -135,7 +135,7 @@ def test_profile_text_of_a_shared_profile_has_the_group_fields() -> None:
 
 def test_thesis_text_is_dur_then_ts() -> None:
     """`profiler_data` holds the total as `dur` and the first start as `ts`."""
-    assert thesis_text(MEASURED) == "{dur = 2000, ts = -5}"
+    assert ts_dur_text(MEASURED) == "{dur = 2000, ts = -5}"
 
 
 def _with(data: ProfileData, **fields: object) -> ProfileData:
@@ -170,9 +170,9 @@ def test_group_integers_are_bounded_only_when_there_is_a_group(field: str) -> No
 def test_thesis_text_bounds_its_two_fields(field: str) -> None:
     """`dur` and `ts` are checked against i64 like the irprof layout."""
     with pytest.raises(OverflowError, match="does not fit in i64"):
-        thesis_text(_with(MEASURED, **{field: I64_MAX + 1}))
+        ts_dur_text(_with(MEASURED, **{field: I64_MAX + 1}))
     with pytest.raises(OverflowError, match="does not fit in i64"):
-        thesis_text(_with(MEASURED, **{field: I64_MIN - 1}))
+        ts_dur_text(_with(MEASURED, **{field: I64_MIN - 1}))
 
 
 @pytest.mark.parametrize("data", [MEASURED, SHARED])
@@ -183,10 +183,10 @@ def test_builder_and_batch_both_print_as_the_profile_text(data: ProfileData) -> 
     expected = ir.Attribute.parse(profile_text(data), context)
     assert builder.profile(data) == expected
     assert builder.profiles([data, data]) == [expected, expected]
-    thesis = ir.Attribute.parse(thesis_text(data), context)
-    assert builder.thesis(data) == thesis
-    assert builder.profiles([data], "thesis") == [thesis]
-    assert str(thesis) == f"{{dur = {data.total_ns} : i64, ts = {data.first_ts_ns} : i64}}"
+    ts_dur = ir.Attribute.parse(ts_dur_text(data), context)
+    assert builder.ts_dur(data) == ts_dur
+    assert builder.profiles([data], "ts-dur") == [ts_dur]
+    assert str(ts_dur) == f"{{dur = {data.total_ns} : i64, ts = {data.first_ts_ns} : i64}}"
 
 
 def test_builder_types_and_strings() -> None:
@@ -211,11 +211,11 @@ def test_an_unparsable_batch_falls_back_to_the_builder_per_profile() -> None:
     with pytest.raises(RuntimeError):
         builder.profiles([MEASURED, bad])
     with pytest.raises(RuntimeError):
-        builder.profiles([MEASURED, bad], "thesis")
+        builder.profiles([MEASURED, bad], "ts-dur")
 
 
 def test_attach_profile_writes_one_layout_and_replaces_the_previous_profile() -> None:
-    """Attaching again replaces; the thesis layout leaves `irprof.profile` alone."""
+    """Attaching again replaces; the ts-dur layout leaves `irprof.profile` alone."""
     _, ops = _ops()
     leaf = ops[2]
     attach_profile(leaf, MEASURED)
@@ -226,8 +226,8 @@ def test_attach_profile_writes_one_layout_and_replaces_the_previous_profile() ->
     )
     builder = AttributeBuilder(leaf.context)
     last = ops[3]
-    attach_profile(last, MEASURED, layout="thesis", builder=builder)
-    assert str(last.attributes[THESIS_ATTR]) == "{dur = 2000 : i64, ts = -5 : i64}"
+    attach_profile(last, MEASURED, layout="ts-dur", builder=builder)
+    assert str(last.attributes[TS_DUR_ATTR]) == "{dur = 2000 : i64, ts = -5 : i64}"
     assert PROFILE_ATTR not in last.attributes
 
 

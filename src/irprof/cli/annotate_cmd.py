@@ -19,7 +19,7 @@ def annotate(
         str | None, typer.Option("--level", help="IR level (default: the framework's).")
     ] = None,
     attr: Annotated[
-        str, typer.Option("--attr", help="Attribute layout: irprof|thesis.")
+        str, typer.Option("--attr", help="Attribute layout: irprof|ts-dur.")
     ] = "irprof",
     allow_low_coverage: Annotated[
         bool,

@@ -37,7 +37,7 @@ def dag(
         Path | None, typer.Option("--svg", help="Also write an SVG (needs Graphviz `dot`).")
     ] = None,
     mode: Annotated[
-        str, typer.Option("--mode", help="causal (default) or levels (the thesis's layering).")
+        str, typer.Option("--mode", help="causal (default) or levels (overlap layering).")
     ] = "causal",
     min_dur_ns: Annotated[
         int, typer.Option("--min-dur-ns", help="Leave out events shorter than this.")

@@ -1,4 +1,4 @@
-"""EventDag to files: the thesis-shaped `dag.json`, NetworkX, GraphML."""
+"""EventDag to files: the `dag.json` of nodes with adjacency lists, NetworkX, GraphML."""
 
 from __future__ import annotations
 
@@ -18,8 +18,9 @@ DAG_VERSION = 1
 def dag_document(dag: EventDag) -> dict[str, Any]:
     """`{"nodes": [{"id","name","ts","duration","adj",...}], "edges": [{"edgeFrom","edgeTo"}]}`.
 
-    The keys the thesis's traceReader wrote are kept as they were (ts and duration here in
-    integer nanoseconds); `track`, `kind`, `level`, `parent` and the edge `kind` are additions.
+    The keys are those of the original traceReader's `dag.json`, kept as they were (ts and
+    duration here in integer nanoseconds); `track`, `kind`, `level`, `parent` and the edge
+    `kind` are additions.
     """
     adjacency = dag.successors()
     names = [dag.strings[index] for index in dag.name.tolist()]

@@ -8,12 +8,12 @@ Two modes (`DAG_MODES`):
   (Kineto ac2g launch -> kernel, TraceMe producer -> consumer) become edges. Nothing is linked
   because it merely overlaps in time, so there are no false dependencies. `level` is the nesting
   depth on the event's track.
-* `levels`: the thesis's construction. Events are intervals; a level is a maximal run of
-  mutually overlapping intervals in start order (intervals overlap mutually iff the latest start
+* `levels`: the original traceReader's construction. Events are intervals; a level is a maximal run
+  of mutually overlapping intervals in start order (intervals overlap mutually iff the latest start
   precedes the earliest end, so one sweep keeping the running minimum end finds them), and every
   node of a level links to every node of the next. That all-pairs step is the definition, so its
-  size is |L_k| x |L_k+1|; above `max_level_edges` the build stops with a UsageError pointing at
-  the filters rather than writing a graph nobody can open.
+  size is |L_k| x |L_k+1|; above `max_level_edges` the build stops with a UsageError pointing at the
+  filters rather than writing a graph nobody can open.
 
 Nodes are numbered in (start, longest first, trace row) order and every edge goes from a lower to
 a higher number, so the graph is acyclic by construction. A flow link that points backwards in
@@ -112,7 +112,7 @@ class EventDag:
         return dag_to_networkx(self)
 
     def successors(self) -> list[list[int]]:
-        """Adjacency lists (the thesis's `adj`), successors in ascending order."""
+        """Adjacency lists (`adj` in `dag.json`), successors in ascending order."""
         order = np.lexsort((self.edge_dst, self.edge_src))
         src, dst = self.edge_src[order], self.edge_dst[order]
         bounds = np.searchsorted(src, np.arange(len(self) + 1))
@@ -172,7 +172,7 @@ def _levels(ts: I64, end: I64) -> I64:
 
 
 def _level_edges(level: I64, max_edges: int) -> tuple[I64, I64]:
-    """All pairs between each level and the next (the thesis's definition), capped."""
+    """All pairs between each level and the next (the levels construction's definition), capped."""
     counts = np.bincount(level) if len(level) else np.zeros(0, np.int64)
     total = int(np.sum(counts[:-1] * counts[1:])) if len(counts) > 1 else 0
     if total > max_edges:

@@ -1,4 +1,4 @@
-"""The thesis's ProfiledOpInterface in Python: attach, read, test and strip per-op profiles.
+"""A profiled-op interface in Python: attach, read, test and strip per-op profiles.
 
 Two attribute layouts:
 - `irprof` (default): `irprof.profile = {count, total_ns, mean_ns, min_ns, max_ns, first_ts_ns,
@@ -6,10 +6,11 @@ Two attribute layouts:
   StringAttr, lists as ArrayAttr of StringAttr (docs/architecture.md). When the op's time is a
   share of an event that ran several ops, also `group`, `group_total_ns`, `group_size` and
   `share_basis` (absent otherwise, so measured profiles print as before).
-- `thesis`: `profiler_data = {ts, dur}` (i64 ns) as in the thesis's TF pass, where one op had one
-  event. Here `ts` = `first_ts_ns` (start of the op's first event) and `dur` = `total_ns` (all time
-  attributed to the op), so `dur` sums to the attributed time over a module. Reading a thesis
-  attribute back gives a ProfileData with count 1 (the layout keeps nothing else).
+- `ts-dur`: `profiler_data = {ts, dur}` (i64 ns), the layout of the C++ TF-dialect pass this project
+  started from, where one op had one event. Here `ts` = `first_ts_ns` (start of the op's first
+  event) and `dur` = `total_ns` (all time attributed to the op), so `dur` sums to the attributed
+  time over a module. Reading a `ts-dur` attribute back gives a ProfileData with count 1 (the layout
+  keeps nothing else).
 
 The module carries `irprof.summary = {source_trace, framework, level, profiled_ns, attributed_ns,
 time_coverage, ops_total, ops_annotated, nontrivial_coverage}`.
@@ -31,12 +32,12 @@ from irprof.mlir.op_index import root_operation
 from irprof.opprofile import ProfileData
 
 PROFILE_ATTR = "irprof.profile"
-THESIS_ATTR = "profiler_data"
+TS_DUR_ATTR = "profiler_data"
 SUMMARY_ATTR = "irprof.summary"
-PROFILE_ATTRS = (PROFILE_ATTR, THESIS_ATTR)
+PROFILE_ATTRS = (PROFILE_ATTR, TS_DUR_ATTR)
 
-Layout = Literal["irprof", "thesis"]
-LAYOUTS: tuple[Layout, ...] = ("irprof", "thesis")
+Layout = Literal["irprof", "ts-dur"]
+LAYOUTS: tuple[Layout, ...] = ("irprof", "ts-dur")
 
 _INT_FIELDS = ("count", "total_ns", "mean_ns", "min_ns", "max_ns", "first_ts_ns")
 
@@ -56,8 +57,8 @@ def attribute_name(layout: Layout) -> str:
     """The op attribute a layout writes (`irprof.profile` or `profiler_data`)."""
     if layout == "irprof":
         return PROFILE_ATTR
-    if layout == "thesis":
-        return THESIS_ATTR
+    if layout == "ts-dur":
+        return TS_DUR_ATTR
     raise ValueError(f"unknown annotation layout {layout!r}; expected one of {LAYOUTS}")
 
 
@@ -117,8 +118,8 @@ def profile_text(data: ProfileData) -> str:
     )
 
 
-def thesis_text(data: ProfileData) -> str:
-    """The thesis's `profiler_data = {ts, dur}` dictionary of `data` as attribute text."""
+def ts_dur_text(data: ProfileData) -> str:
+    """The `profiler_data = {ts, dur}` dictionary of `data` as attribute text."""
     _check_i64(data.total_ns, data.first_ts_ns)
     return f"{{dur = {data.total_ns}, ts = {data.first_ts_ns}}}"
 
@@ -168,8 +169,8 @@ class AttributeBuilder:
             fields["share_basis"] = self.string(data.share_basis)
         return ir.DictAttr.get(fields, self.context)
 
-    def thesis(self, data: ProfileData) -> ir.Attribute:
-        """The thesis's `profiler_data = {ts, dur}` dictionary of `data`."""
+    def ts_dur(self, data: ProfileData) -> ir.Attribute:
+        """The `profiler_data = {ts, dur}` dictionary of `data`."""
         return ir.DictAttr.get(
             {"ts": self.integer(data.first_ts_ns), "dur": self.integer(data.total_ns)},
             self.context,
@@ -178,7 +179,7 @@ class AttributeBuilder:
     def profiles(
         self, datas: Sequence[ProfileData], layout: Layout = "irprof"
     ) -> list[ir.Attribute]:
-        """The attributes of many profiles, equal to `profile`/`thesis` of each, in order.
+        """The attributes of many profiles, equal to `profile`/`ts_dur` of each, in order.
 
         Built by parsing one attribute text per batch instead of ~10 bindings calls per profile.
         In a fresh context both ways cost the same within noise (MLIR creating and uniquing the
@@ -186,7 +187,7 @@ class AttributeBuilder:
         short-lived Python handles out of the heap.
         """
         build, text = (
-            (self.profile, profile_text) if layout == "irprof" else (self.thesis, thesis_text)
+            (self.profile, profile_text) if layout == "irprof" else (self.ts_dur, ts_dur_text)
         )
         attribute_name(layout)  # rejects an unknown layout
         out: list[ir.Attribute] = []
@@ -226,7 +227,7 @@ def attach_profile(
     operation = op.operation
     name = attribute_name(layout)
     builder = builder or AttributeBuilder(operation.context)
-    build = builder.profile if layout == "irprof" else builder.thesis
+    build = builder.profile if layout == "irprof" else builder.ts_dur
     operation.attributes[name] = build(data)
 
 
@@ -264,8 +265,8 @@ def get_profile(op: ir.Operation) -> ProfileData | None:
             group_size=_int(_field(attr, "group_size")),
             share_basis=ir.StringAttr(basis).value if basis is not None else "",
         )
-    if THESIS_ATTR in attributes:
-        attr = ir.DictAttr(attributes[THESIS_ATTR])
+    if TS_DUR_ATTR in attributes:
+        attr = ir.DictAttr(attributes[TS_DUR_ATTR])
         ts, dur = _int(_field(attr, "ts")), _int(_field(attr, "dur"))
         return ProfileData(
             count=1, total_ns=dur, mean_ns=dur, min_ns=dur, max_ns=dur, first_ts_ns=ts,
@@ -277,7 +278,7 @@ def get_profile(op: ir.Operation) -> ProfileData | None:
 def has_profile(op: ir.Operation) -> bool:
     """True when `op` carries a profile in either layout."""
     attributes = op.operation.attributes
-    return PROFILE_ATTR in attributes or THESIS_ATTR in attributes
+    return PROFILE_ATTR in attributes or TS_DUR_ATTR in attributes
 
 
 def strip_profiles(module: ir.Module | ir.Operation) -> int:

@@ -1,4 +1,4 @@
-"""`irprof-annotate{profile=PATH attr=irprof|thesis}`: attach an `opprofile.json` to the ops."""
+"""`irprof-annotate{profile=PATH attr=irprof|ts-dur}`: attach an `opprofile.json` to the ops."""
 
 from __future__ import annotations
 

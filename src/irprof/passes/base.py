@@ -97,7 +97,7 @@ def build_pass(cls: type[P], pass_name: str, options: Mapping[str, str]) -> P:
 
 
 def describe_options(cls: type[Any]) -> str:
-    """`{profile=Path attr=irprof|thesis}`-style summary of a pass's options for --list-passes."""
+    """`{profile=Path attr=irprof|ts-dur}`-style summary of a pass's options for --list-passes."""
     hints = typing.get_type_hints(cls)
     parts = []
     for f in dataclasses.fields(cls):

@@ -1,6 +1,6 @@
 """EventDag -> Graphviz DOT: nodes coloured by duration (log scale), a legend, short labels.
 
-The thesis's plotGraph, made readable at a few thousand nodes: above `max_nodes` only the
+A duration-coloured DAG drawing, made readable at a few thousand nodes: above `max_nodes` only the
 longest events are drawn (a parent is never shorter than its children, so the outline of the
 run survives) and the legend says how many were left out.
 """

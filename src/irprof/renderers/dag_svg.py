@@ -11,7 +11,7 @@ from irprof.renderers.op_graph_svg import layout_svg
 
 @dataclass(frozen=True)
 class DagSvgRenderer:
-    """`dag.svg`: nodes coloured by duration with a legend (the thesis's plotGraph)."""
+    """`dag.svg`: nodes coloured by duration with a legend ."""
 
     name: str = "svg"
     extension: str = ".svg"

@@ -1,5 +1,5 @@
-// RUN: irprof opt %s --pass-pipeline='builtin.module(irprof-annotate{profile=%S/annotate.opprofile.json attr=thesis})'
-// The thesis layout: profiler_data = {ts = first event start, dur = total attributed time}.
+// RUN: irprof opt %s --pass-pipeline='builtin.module(irprof-annotate{profile=%S/annotate.opprofile.json attr=ts-dur})'
+// The ts-dur layout: profiler_data = {ts = first event start, dur = total attributed time}.
 
 func.func @main(%arg0: tensor<2x2xf32>) -> tensor<2x2xf32> {
   %0 = "tf.MatMul"(%arg0, %arg0) : (tensor<2x2xf32>, tensor<2x2xf32>) -> tensor<2x2xf32> loc(fused["MatMul:", "dense/MatMul"])
