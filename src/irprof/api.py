@@ -19,8 +19,8 @@ if TYPE_CHECKING:
 
     from irprof.analyses.hotspots import GroupBy, HotspotTable
     from irprof.analyses.machine_peaks import MachinePeaks
+    from irprof.annotation import AnnotateOutcome
     from irprof.opprofile import OpProfile
-    from irprof.run_annotate import AnnotateOutcome
     from irprof.trace.model import Trace
 
 
@@ -80,9 +80,9 @@ def annotate(
     """Correlate one IR level of `run` and write annotated IR, opprofile and coverage into it
     (refused when the IR or trace differs from its capture fingerprint, unless
     `allow_mismatch`)."""
+    from irprof.annotation import annotate_bundle
     from irprof.errors import UsageError
     from irprof.mlir.profile_attrs import LAYOUTS
-    from irprof.run_annotate import annotate_bundle
 
     if attr not in LAYOUTS:
         raise UsageError(f"attr {attr!r}: expected one of {'|'.join(LAYOUTS)}")

@@ -13,11 +13,11 @@ from iree.compiler import ir
 from irprof.analyses.annotated_levels import AnnotatedLevel, load_annotated_level, model_script
 from irprof.analyses.hotspots import hotspots
 from irprof.analyses.profiled_ops import ProfiledModule, profiled_ops_of
+from irprof.annotation import annotate_bundle
 from irprof.bundle import RunBundle
 from irprof.cli.main import main
 from irprof.mlir.context import make_context
 from irprof.renderers.hotspot_table import editor_location
-from irprof.run_annotate import annotate_bundle
 
 JAX_FIXTURES = Path(__file__).parents[1] / "fixtures" / "jax"
 FILE_LINE = re.compile(r"\.py:\d+:\d+$")

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from irprof.analyses.run_diff import RunDiff, diff_runs, load_diff_side
+from irprof.annotation import annotate_bundle
 from irprof.bundle import RunBundle
 from irprof.cli.main import main
 from irprof.mlir.context import make_context
@@ -17,7 +18,6 @@ from irprof.mlir.load import load_module
 from irprof.mlir.op_index import derive_op_infos, root_operation
 from irprof.renderers.diff_mlir import DIFF_ATTR, DIFF_SUMMARY_ATTR
 from irprof.renderers.diff_table import RENDERER as TABLE
-from irprof.run_annotate import annotate_bundle
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from irprof.annotation import annotate_bundle
 from irprof.bundle import Manifest, RunBundle
 from irprof.coverage import Coverage, UnmatchedEvent, UnmatchedOp, save_coverages
 from irprof.mlir.context import make_context
@@ -19,7 +20,6 @@ from irprof.mlir.load import parse_module, write_module
 from irprof.mlir.op_index import derive_op_infos
 from irprof.mlir.profile_attrs import ModuleSummary, attach_profile, attach_summary
 from irprof.opprofile import ProfileData
-from irprof.run_annotate import annotate_bundle
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 HOSTILE = '<script>alert("x")</script>\'&'

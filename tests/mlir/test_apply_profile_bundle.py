@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
+import irprof.annotation as annotate_module
 import irprof.cli.main as cli_main
-import irprof.run_annotate as annotate_module
+from irprof.annotation import annotate_bundle
 from irprof.bundle import Manifest, RunBundle
 from irprof.correlate.base import CorrelationOptions, CorrelationResult
 from irprof.coverage import UnmatchedEvent, load_coverages
@@ -25,7 +26,6 @@ from irprof.mlir.module_coverage import coverage_for
 from irprof.mlir.op_index import OpIndex, derive_op_keys, walk_ops
 from irprof.mlir.profile_attrs import get_profile, get_summary
 from irprof.opprofile import OpKey, OpProfile, OpProfileEntry, ProfileData
-from irprof.run_annotate import annotate_bundle
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "mlir"
 

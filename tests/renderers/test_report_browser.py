@@ -15,11 +15,11 @@ import pytest
 from irprof.analyses.annotated_levels import load_annotated_level
 from irprof.analyses.op_graph import build_op_graph
 from irprof.analyses.report_data import build_report_data
+from irprof.annotation import annotate_bundle
 from irprof.bundle import RunBundle
 from irprof.fileio import write_bytes_atomic
 from irprof.renderers.base import get_op_graph_renderers
 from irprof.renderers.report_html import RENDERER
-from irprof.run_annotate import annotate_bundle
 from tests.analyses.test_support import (  # noqa: F401  (fixtures are found by their names)
     HOSTILE,
     fixture_hostile_bundle,

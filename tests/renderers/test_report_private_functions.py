@@ -12,9 +12,9 @@ import pytest
 
 from irprof.analyses.op_graph import OpGraphOptions
 from irprof.analyses.report_data import build_report_data
+from irprof.annotation import annotate_bundle
 from irprof.bundle import RunBundle
 from irprof.renderers.report_html import report_payload
-from irprof.run_annotate import annotate_bundle
 
 JAX_FIXTURES = Path(__file__).parents[1] / "fixtures" / "jax"
 BARE = re.compile(r"^[\w.]+$")  # a name with no scope: what the private function's IR says

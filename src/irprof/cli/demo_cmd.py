@@ -11,6 +11,7 @@ from rich.console import Console
 
 from irprof.analyses.annotated_levels import load_annotated_level, model_script
 from irprof.analyses.hotspots import hotspots
+from irprof.annotation import annotatable_levels, annotate_bundle
 from irprof.api import report as write_report
 from irprof.bundle import RunBundle
 from irprof.coverage import Coverage
@@ -21,7 +22,6 @@ from irprof.fileio import write_bytes_atomic
 from irprof.frameworks import get_all_frameworks
 from irprof.renderers.dag_svg import DagSvgRenderer
 from irprof.renderers.hotspot_table import hotspot_rich_table
-from irprof.run_annotate import annotatable_levels, annotate_bundle
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 DAG_SVG_NODES = 400

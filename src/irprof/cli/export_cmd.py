@@ -9,11 +9,11 @@ from typing import Annotated, Any, cast
 import typer
 from rich.console import Console
 
+from irprof.annotation import bundle_framework
 from irprof.bundle import RunBundle
 from irprof.fileio import write_bytes_atomic
 from irprof.registry import load_reference
 from irprof.renderers.base import get_export_renderers
-from irprof.run_annotate import bundle_framework
 
 
 def export(

@@ -10,10 +10,10 @@ import typer
 from rich.console import Console
 
 from irprof.analyses.machine_peaks import resolve_peaks
+from irprof.annotation import bundle_framework
 from irprof.api import open_run
 from irprof.api import report as write_report
 from irprof.cli.peak_options import PeakGbpsOption, PeakGflopsOption, PeaksOption
-from irprof.run_annotate import bundle_framework
 
 
 def report(

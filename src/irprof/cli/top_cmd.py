@@ -12,6 +12,7 @@ from irprof.analyses.annotated_levels import load_annotated_level, model_script
 from irprof.analyses.hotspots import GROUP_BYS, hotspots
 from irprof.analyses.machine_peaks import resolve_peaks
 from irprof.analyses.roofline import roofline as build_roofline
+from irprof.annotation import bundle_framework
 from irprof.bundle import RunBundle
 from irprof.cli.peak_options import PeakGbpsOption, PeakGflopsOption, PeaksOption
 from irprof.errors import UsageError
@@ -19,7 +20,6 @@ from irprof.fileio import write_bytes_atomic
 from irprof.renderers.coverage_table import capture_overhead_text
 from irprof.renderers.hotspot_table import hotspot_rich_table
 from irprof.renderers.roofline_svg import RENDERER as ROOFLINE_SVG
-from irprof.run_annotate import bundle_framework
 
 
 def top(

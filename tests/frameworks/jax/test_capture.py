@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from irprof.annotation import AnnotateOutcome, annotate_bundle
 from irprof.bundle import RunBundle
 from irprof.errors import CaptureError, UsageError
 from irprof.frameworks.jax.capture import JaxCaptureOptions, capture_jax
 from irprof.frameworks.jax.hlo import decode_hlo_proto, parse_hlo_text
 from irprof.readers import read_trace
-from irprof.run_annotate import AnnotateOutcome, annotate_bundle
 
 pytest.importorskip("jax")
 pytestmark = [pytest.mark.jax, pytest.mark.slow]

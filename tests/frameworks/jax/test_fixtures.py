@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from irprof.annotation import annotate_bundle
 from irprof.bundle import RunBundle
 from irprof.correlate.base import CorrelationOptions, CorrelationResult
 from irprof.frameworks.jax.correlate import CORRELATOR, correlate_program, load_program
@@ -17,7 +18,6 @@ from irprof.mlir.load import load_module
 from irprof.mlir.op_index import OpIndex, derive_op_keys
 from irprof.mlir.profile_attrs import get_profile
 from irprof.readers import read_trace
-from irprof.run_annotate import annotate_bundle
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "jax"
 

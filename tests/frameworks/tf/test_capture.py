@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from irprof.annotation import annotate_bundle
 from irprof.bundle import RunBundle
 from irprof.cli.main import main
 from irprof.correlate.base import CorrelationOptions
@@ -22,7 +23,6 @@ from irprof.mlir.context import make_context
 from irprof.mlir.load import load_module
 from irprof.mlir.op_index import derive_op_infos
 from irprof.mlir.profile_attrs import get_profile
-from irprof.run_annotate import annotate_bundle
 
 pytest.importorskip("tensorflow")
 pytestmark = [pytest.mark.tf, pytest.mark.slow]

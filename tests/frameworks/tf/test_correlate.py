@@ -9,6 +9,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from irprof.annotation import annotate_bundle
 from irprof.bundle import RunBundle
 from irprof.correlate.base import CorrelationOptions, CorrelationResult
 from irprof.errors import CorrelationError
@@ -17,7 +18,6 @@ from irprof.frameworks.tf.correlate import CORRELATOR
 from irprof.frameworks.tf.graph import base_kernel_type, share_time
 from irprof.opprofile import OpProfileEntry
 from irprof.readers import read_trace
-from irprof.run_annotate import annotate_bundle
 from irprof.trace.model import EventKind
 
 TF_FIXTURES = Path(__file__).parents[2] / "fixtures" / "tf"

@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from irprof.analyses.report_data import build_report_data
+from irprof.annotation import annotate_bundle
 from irprof.bundle import RunBundle
 from irprof.fileio import write_bytes_atomic
 from irprof.renderers.report_html import RENDERER
-from irprof.run_annotate import annotate_bundle
 
 playwright_api = pytest.importorskip("playwright.sync_api")
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
