@@ -1,7 +1,8 @@
 """Annotate a run bundle: correlate one IR level, attach the profile, write the results.
 
-`RUN/ir/<level>.mlir` -> correlator -> `RUN/opprofile.<level>.json`, `RUN/opprofile.json`,
-`RUN/annotated/<level>.mlir`, and the level's record merged into `RUN/coverage.json`.
+`RUN/ir/<level>.mlir` -> correlator -> `RUN/opprofile.<level>.json`, `RUN/annotated/<level>.mlir`,
+and the level's record merged into `RUN/coverage.json`. The level is parsed once: the correlator
+reads `bundle.ir(level)` and the profile is attached to that same module.
 """
 
 from __future__ import annotations
@@ -99,8 +100,7 @@ def annotate_bundle(
     coverage = result.coverage
     if not allow_low_coverage:
         check_coverage(coverage, str(bundle.root))
-    # A fresh parse: correlators may have transformed or annotated the cached module.
-    module = bundle.load_ir(level)
+    module = bundle.ir(level)
     applied = annotate_module(module, result.opprofile, layout=attr, coverage=coverage)
     if applied.unmatched_entries:
         coverage = dataclasses.replace(
@@ -113,7 +113,6 @@ def annotate_bundle(
         )
     write_text_atomic(bundle.annotated_path(level), print_module(module, debug_info=True))
     result.opprofile.save(bundle.opprofile_level_path(level))
-    result.opprofile.save(bundle.opprofile_path)
     bundle.record_coverage(coverage)
     return AnnotateOutcome(
         level=level,

@@ -1,8 +1,8 @@
 """The run bundle: the directory `irprof capture` writes and every later command reads.
 
-`RunBundle` is the one loader of a bundle. The manifest is parsed and validated once, the trace
-is read once, each IR level is parsed once, and every path the manifest names is checked to be a
-regular file inside the bundle before anything opens it.
+`RunBundle` is the one loader of a bundle: each file is read once per command (fingerprints are
+checked on the bytes that are then parsed), each IR level parsed once, and every path the
+manifest names is checked to be a regular file inside the bundle before anything opens it.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import orjson
 from irprof.coverage import Coverage, load_coverages, save_coverages
 from irprof.errors import BundleError
 from irprof.fileio import write_bytes_atomic
-from irprof.manifest import MANIFEST_LIMIT_BYTES, Manifest, file_fingerprint
+from irprof.manifest import MANIFEST_LIMIT_BYTES, Manifest, bytes_fingerprint, file_fingerprint
 
 __all__ = ["Manifest", "RunBundle", "file_fingerprint", "fingerprint_files"]
 
@@ -74,11 +74,6 @@ class RunBundle:
         """`RUN/trace/`."""
         return self.root / "trace"
 
-    @property
-    def opprofile_path(self) -> Path:
-        """`RUN/opprofile.json` (the last annotated level; per level: `opprofile.<level>.json`)."""
-        return self.root / "opprofile.json"
-
     def opprofile_level_path(self, level: str) -> Path:
         """`RUN/opprofile.<level>.json`."""
         return self.root / f"opprofile.{level}.json"
@@ -128,6 +123,32 @@ class RunBundle:
         if not resolved.is_file():
             raise BundleError(f"{path}: {what} named by manifest.json is not a regular file")
         return path
+
+    @functools.cached_property
+    def _bytes(self) -> dict[str, bytes]:
+        return {}
+
+    def read_member(self, relative: str, *, what: str = "file") -> bytes:
+        """The bytes of `RUN/<relative>` (checked as `member` does), read from disk once."""
+        if relative not in self._bytes:
+            path = self.member(relative, what=what)
+            try:
+                self._bytes[relative] = path.read_bytes()
+            except OSError as exc:
+                raise BundleError(f"{path}: cannot read {what} ({exc.strerror or exc})") from exc
+        return self._bytes[relative]
+
+    def release_member(self, relative: str) -> None:
+        """Drop the bytes of `relative` once parsed (a trace can be gigabytes)."""
+        self._bytes.pop(relative, None)
+
+    def read_trace_member(self, relative: str, *, what: str = "trace file") -> Trace:
+        """The trace file `RUN/<relative>` parsed by its reader, read once."""
+        from irprof.readers import read_trace_bytes  # readers pull in numpy and protobuf
+
+        trace = read_trace_bytes(self.member(relative, what=what), self.read_member(relative))
+        self.release_member(relative)
+        return trace
 
     # -- what is in it ----------------------------------------------------------------------
 
@@ -180,20 +201,22 @@ class RunBundle:
         return [self.member(name, what="trace file") for name in self.manifest().trace_files]
 
     @functools.cached_property
-    def primary_trace_path(self) -> Path:
+    def primary_trace_name(self) -> str:
         """The trace the correlators and views read: an XPlane when one is listed (it is the
         richest: node names, HloProtos, tracer options), else the first listed file."""
         names = self.manifest().trace_files
         if not names:
             raise BundleError(f"{self.manifest_path}: lists no trace file")
-        chosen = next((name for name in names if name.endswith(".xplane.pb")), names[0])
-        return self.member(chosen, what="trace file")
+        return next((name for name in names if name.endswith(".xplane.pb")), names[0])
+
+    @property
+    def primary_trace_path(self) -> Path:
+        """`RUN/<primary_trace_name>`, checked to be a file inside the bundle."""
+        return self.member(self.primary_trace_name, what="trace file")
 
     @functools.cached_property
     def _trace(self) -> Trace:
-        from irprof.readers import read_trace  # readers pull in numpy and the protobuf schema
-
-        return read_trace(self.primary_trace_path)
+        return self.read_trace_member(self.primary_trace_name)
 
     def trace(self) -> Trace:
         """The primary trace, read once."""
@@ -204,24 +227,24 @@ class RunBundle:
         return {}
 
     def ir(self, level: str) -> MlirModule:
-        """`RUN/ir/<level>.mlir` parsed once into a context of its own. Annotating mutates the
-        returned module; parse a fresh copy with `load_ir(level)` when that matters."""
+        """`RUN/ir/<level>.mlir` parsed once into a context of its own. Correlators only read
+        it; `irprof annotate` then attaches the profile to this very module."""
         if level not in self._modules:
-            self._modules[level] = self.load_ir(level)
+            from irprof.mlir.context import make_context
+            from irprof.mlir.load import load_module
+
+            if level not in self.manifest().ir_levels and not self.ir_path(level).is_file():
+                raise BundleError(
+                    f"{self.root}: no IR level {level!r} (present: "
+                    f"{', '.join(self.manifest().ir_levels) or 'none'})"
+                )
+            relative = f"ir/{level}.mlir"
+            what = f"IR level {level!r}"
+            path = self.member(relative, what=what)
+            data = self.read_member(relative, what=what)
+            self._modules[level] = load_module(path, make_context(), data=data)
+            self.release_member(relative)
         return self._modules[level]
-
-    def load_ir(self, level: str) -> MlirModule:
-        """A freshly parsed `RUN/ir/<level>.mlir` (not cached)."""
-        from irprof.mlir.context import make_context
-        from irprof.mlir.load import load_module
-
-        if level not in self.manifest().ir_levels and not self.ir_path(level).is_file():
-            raise BundleError(
-                f"{self.root}: no IR level {level!r} (present: "
-                f"{', '.join(self.manifest().ir_levels) or 'none'})"
-            )
-        path = self.member(f"ir/{level}.mlir", what=f"IR level {level!r}")
-        return load_module(path, make_context())
 
     def check_fingerprints(self, names: Iterable[str]) -> None:
         """Refuse a file among `names` whose bytes differ from the fingerprint recorded at
@@ -235,12 +258,13 @@ class RunBundle:
             if expected is None and not os.path.lexists(self.root / name):
                 continue  # an optional file the capture did not write; its reader reports it
             path = self.member(name, what="captured file")
+            data = self.read_member(name, what="captured file")
             if expected is None:
                 raise BundleError(
                     f"{path}: not fingerprinted at capture (the manifest was edited to name "
                     "another file); re-capture, or pass --allow-mismatch to use it anyway"
                 )
-            if file_fingerprint(path) != expected:
+            if bytes_fingerprint(data) != expected:
                 raise BundleError(
                     f"{path}: changed since capture (its sha256 differs from the manifest's "
                     "fingerprint), so it may come from another model or run; re-capture, or "

@@ -18,7 +18,11 @@ GZIP_MAGIC = b"\x1f\x8b"
 
 def read_bytes_maybe_gzip(path: str | Path) -> bytes:
     """The file's bytes, decompressed when it is gzip; truncation is a TraceFormatError."""
-    raw = Path(path).read_bytes()
+    return gunzip_if_gzip(Path(path).read_bytes(), path)
+
+
+def gunzip_if_gzip(raw: bytes, path: str | Path) -> bytes:
+    """`raw` (the bytes of `path`), decompressed when it is gzip."""
     if not raw.startswith(GZIP_MAGIC):
         return raw
     try:

@@ -151,6 +151,11 @@ def _path_fields(
         yield f"$.fingerprints[{name!r}]", name
 
 
+def bytes_fingerprint(data: bytes) -> str:
+    """`sha256:<hex>` of bytes already read (the same figure as `file_fingerprint`)."""
+    return FINGERPRINT_PREFIX + hashlib.sha256(data).hexdigest()
+
+
 def file_fingerprint(path: Path) -> str:
     """`sha256:<hex>` of a file's bytes."""
     with path.open("rb") as handle:

@@ -17,7 +17,12 @@ def test_demo_runs_the_whole_loop_on_the_jax_example(
     out = tmp_path / "demo"
     assert main(["demo", "--framework", "jax", "-o", str(out), "-n", "5"]) == 0
     printed = capsys.readouterr().out
-    for name in ("annotated/stablehlo.mlir", "opprofile.json", "coverage.json", "dag.json"):
+    for name in (
+        "annotated/stablehlo.mlir",
+        "opprofile.stablehlo.json",
+        "coverage.json",
+        "dag.json",
+    ):
         assert (out / name).is_file(), name
     assert (out / "dag.svg").read_text().lstrip().startswith(("<?xml", "<svg"))
     assert "<html" in (out / "report.html").read_text()[:500].lower()

@@ -47,7 +47,7 @@ def fuzz_settings(max_examples: int) -> settings:
 
 
 # JSON files whose structure is mutated value by value (traces are fuzzed by their readers' suite).
-JSON_FILES = ("manifest.json", "coverage.json", "opprofile.json", ".fx.json", "runtime_graph.json")
+JSON_FILES = ("manifest.json", "coverage.json", ".fx.json", "runtime_graph.json")
 HOSTILE_VALUES: tuple[bytes, ...] = (
     b"null",
     b"true",
@@ -187,7 +187,9 @@ def _parent(document: Any, path: tuple[Any, ...]) -> Any:
 
 def mutate_file(path: Path, data: bytes, draw: Callable[[st.SearchStrategy[Any]], Any]) -> None:
     """Write a damaged version of `data` to `path` (inside gzip when the file is gzipped)."""
-    is_json = path.name.endswith(JSON_FILES)
+    is_json = path.name.endswith(JSON_FILES) or (
+        path.name.startswith("opprofile.") and path.suffix == ".json"
+    )
     if path.suffix == ".gz" and draw(st.booleans()):
         inner = gzip.decompress(data)
         path.write_bytes(gzip.compress(draw(byte_mutations(inner)), mtime=0))

@@ -107,7 +107,7 @@ def demo(
     outputs = [
         ("run bundle", shown.root),
         *((f"annotated {level} IR", shown.annotated_path(level)) for level in levels),
-        ("per-op profile", shown.opprofile_path),
+        *((f"{level} per-op profile", shown.opprofile_level_path(level)) for level in levels),
         ("coverage", shown.coverage_path),
         ("event DAG (JSON)", shown.dag_path),
         ("event DAG (SVG)", shown.root / "dag.svg"),

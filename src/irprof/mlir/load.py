@@ -86,25 +86,32 @@ def _names_a_file(text: str) -> bool:
 
 
 def load_module(
-    path_or_text: str | Path, context: ir.Context, *, limits: ParseLimits = DEFAULT_LIMITS
+    path_or_text: str | Path,
+    context: ir.Context,
+    *,
+    limits: ParseLimits = DEFAULT_LIMITS,
+    data: bytes | None = None,
 ) -> ir.Module:
     """Load a module from a path (`.mlir` text or `.mlirbc` bytecode) or from MLIR text.
 
     A `Path`, or a `str` without a newline that names an existing file, is read from disk (ops
     without a location then get `file:line:col` of this path, as with mlir-opt); any other
     string is parsed as MLIR text. `limits` bound size, nesting and number length (safe_parse).
+    `data`: the file's bytes when the caller already read them (they are checked, not re-read).
     """
     if isinstance(path_or_text, str) and not _names_a_file(path_or_text):
         return parse_module(path_or_text, context, limits=limits)
     path = Path(path_or_text)
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise MlirError(f"{path}: cannot read ({exc.strerror})") from exc
+    if data is None:
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise MlirError(f"{path}: cannot read ({exc.strerror})") from exc
     _check_source(data, str(path), limits)
     try:
         # parseFile (not parse of `data`) so ops without a location get this file's name, as
-        # with mlir-opt; the bindings have no way to name a buffer. The file is read twice.
+        # with mlir-opt; the bindings have no way to name a buffer. So MLIR reads the file once
+        # more, after the checks above ran on `data`.
         return call_with_stack(lambda: ir.Module.parseFile(str(path), context), limits.stack_bytes)
     except ir.MLIRError as exc:
         raise MlirError(f"{path}: not valid MLIR\n{_diagnostics_text(exc, str(path))}") from exc

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Protocol
 
 from irprof.errors import TraceFormatError, UsageError
-from irprof.fileio import read_bytes_maybe_gzip
+from irprof.fileio import gunzip_if_gzip
 from irprof.registry import Registry
 from irprof.trace.model import Trace
 
@@ -124,9 +124,16 @@ def read_trace(path: str | Path, format: str | None = None) -> Trace:
     """Read any supported trace file (gzip or not; a directory holding one) into a `Trace`."""
     source = resolve_trace_file(Path(path))
     try:
-        data = read_bytes_maybe_gzip(source)
+        raw = source.read_bytes()
     except OSError as exc:
         raise TraceFormatError(source, f"cannot read: {exc.strerror or exc}") from exc
+    return read_trace_bytes(source, raw, format)
+
+
+def read_trace_bytes(source: Path, raw: bytes, format: str | None = None) -> Trace:
+    """Parse `raw`, the bytes already read from the trace file `source` (gzip or not)."""
+    data = gunzip_if_gzip(raw, source)
+    del raw  # a gzip file's compressed bytes are not needed past this point
     if not data or data.isspace():
         raise TraceFormatError(source, "file is empty")
     if format is None:
@@ -148,5 +155,6 @@ __all__ = [
     "detect_formats",
     "get_all_readers",
     "read_trace",
+    "read_trace_bytes",
     "resolve_trace_file",
 ]

@@ -173,7 +173,7 @@ def test_annotate_writes_stablehlo_that_reparses_with_profiles(tmp_path: Path) -
             profiles[(op.name, key.name, key.ordinal)] = data
     dots = [d for (op, _, _), d in profiles.items() if op == "stablehlo.dot_general"]
     assert len(dots) == 2 and all(d.total_ns > 0 for d in dots)
-    assert bundle.opprofile_path.is_file() and bundle.coverage_path.is_file()
+    assert bundle.opprofile_level_path("stablehlo").is_file() and bundle.coverage_path.is_file()
 
 
 @pytest.mark.parametrize("name", ["mlp_run", "transformer_run"])

@@ -144,7 +144,7 @@ def test_annotate_torch_level_covers_the_profile(loop_bundle: RunBundle) -> None
     assert all(data is not None and data.count == 3 for data in loop_ops)
     firsts = [data.first_ts_ns for data in loop_ops if data is not None]
     assert firsts == sorted(firsts) and len(set(firsts)) == 3
-    assert loop_bundle.opprofile_path.is_file()
+    assert loop_bundle.opprofile_level_path("torch").is_file()
     assert loop_bundle.coverage_path.is_file()
 
 

@@ -25,7 +25,7 @@ def test_annotate_torch_bundle_writes_ir_profile_and_coverage(
     assert "time coverage" in out and "100.0%" in out
     assert "irprof.profile" in (run / "annotated" / "torch.mlir").read_text()
     assert "irprof.profile" in (run / "annotated" / "linalg.mlir").read_text()
-    assert (run / "opprofile.json").is_file()
+    assert (run / "opprofile.torch.json").is_file() and (run / "opprofile.linalg.json").is_file()
     coverages = load_coverages(run / "coverage.json")
     assert set(coverages) == {"torch", "linalg"}
     assert coverages["torch"].time_coverage >= 0.99

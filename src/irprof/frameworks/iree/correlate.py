@@ -161,7 +161,12 @@ def _site_map(
     if not regions:
         return SiteMap(sites, {}, of_row, notes=notes)
     # The module must outlive its ops' infos: the SiteMap keeps it.
-    module = load_module(bundle.member(regions, what="dispatch-creation IR"), make_context())
+    what = "dispatch-creation IR"
+    module = load_module(
+        bundle.member(regions, what=what),
+        make_context(),
+        data=bundle.read_member(regions, what=what),
+    )
     region_infos = derive_op_infos(module)
     plans, region_notes = region_plans(flow_infos, region_infos, sites, source_level, functions)
     return SiteMap(sites, plans, of_row, module, region_infos, [*region_notes, *notes])

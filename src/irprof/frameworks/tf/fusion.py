@@ -71,7 +71,7 @@ class ExecutedGraph:
             return None
         path = bundle.member(str(name), what="runtime graph")
         try:
-            raw = json.loads(path.read_text(encoding="utf-8"))
+            raw = json.loads(bundle.read_member(str(name), what="runtime graph"))
             nodes = {
                 str(node): ExecutedNode(
                     str(node),

@@ -58,9 +58,7 @@ def load_reference(
     name = bundle.manifest().option_str("reference_trace", "")
     if not name:
         return None
-    from irprof.readers import read_trace  # readers pull in numpy and the protobuf schema
-
-    reference = read_trace(bundle.member(name, what="reference trace"))
+    reference = bundle.read_trace_member(name, what="reference trace")
     per_step = [rows for rows in step_rows(reference, marker) if len(rows)]
     if not per_step:
         return None

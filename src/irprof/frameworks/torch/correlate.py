@@ -304,16 +304,15 @@ def load_torch_run(bundle: RunBundle) -> TorchRun:
     call-stack reference trace lends its stacks to the timed events (`torch_reference`); an
     older bundle's timed trace carries its own."""
     manifest = bundle.manifest()
-    fx_path = bundle.member(manifest.option_str("fx_nodes", DEFAULT_FX_NODES), what="FX nodes")
-    program = load_fx_program(fx_path)
+    fx_name = manifest.option_str("fx_nodes", DEFAULT_FX_NODES)
+    fx_path = bundle.member(fx_name, what="FX nodes")
+    program = load_fx_program(fx_path, bundle.read_member(fx_name, what="FX nodes"))
     trace = bundle.trace()
     events = top_level_op_events(trace)
     if "reference_trace" not in manifest.options:
         return TorchRun(trace, program, events)
-    from irprof.readers import read_trace  # readers pull in numpy and the protobuf schema
-
     reference_name = manifest.option_str("reference_trace", "")
-    reference = read_trace(bundle.member(reference_name, what="call-stack reference trace"))
+    reference = bundle.read_trace_member(reference_name, what="call-stack reference trace")
     borrowed = borrow_call_stacks(trace, events, reference, top_level_op_events(reference))
     return TorchRun(trace, program, borrowed.events, borrowed.unaligned)
 

@@ -90,13 +90,15 @@ def load_fx_calls(path: Path) -> list[FxCall]:
     return load_fx_program(path).calls
 
 
-def load_fx_program(path: Path) -> FxProgram:
-    """Read `torch.fx.json`: call nodes (module instances numbered per class in order of first
-    call), the parameters' readers, the outputs and the gradient accumulation order."""
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError as exc:
-        raise BundleError(f"{path}: missing; re-capture with `irprof capture torch`") from exc
+def load_fx_program(path: Path, data: bytes | None = None) -> FxProgram:
+    """Read `torch.fx.json` (or decode `data`, its bytes already read): call nodes (module
+    instances numbered per class in order of first call), the parameters' readers, the outputs
+    and the gradient accumulation order."""
+    if data is None:
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError as exc:
+            raise BundleError(f"{path}: missing; re-capture with `irprof capture torch`") from exc
     try:
         document = msgspec.json.decode(data, type=_FxFileSchema, strict=True)
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
