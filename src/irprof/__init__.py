@@ -5,12 +5,16 @@ The package's face is `irprof.api`, re-exported here and imported on first use, 
 
     irprof.read_trace(path)                  -> Trace
     irprof.capture_model(framework, script, out) -> Run
-    irprof.open_run(path)                    -> Run (trace(), ir(level), profile(level),
-                                                     coverage(level), top(...))
-    irprof.annotate(run, level=None)         -> AnnotateOutcome
-    irprof.report(run, out=None)             -> Path
-    irprof.open_dataset(path)                -> DuckDB relation of the events (rank datasets,
-                                                Parquet traces, traces, run bundles)
+    irprof.open_run(path)                    -> Run: annotate, top, report, diff, export, dag,
+                                                roofline, graph, sql, profile, coverage, ...
+    irprof.annotate(run, level=None)         -> AnnotateOutcome (= run.annotate(level))
+    irprof.report(run, out=None)             -> Path (= run.report(out))
+    irprof.trace_dag(path) / op_graph(mlir)  -> DagView / OpGraph of a trace or annotated file
+    irprof.open_sql(path) / open_dataset(path) -> DuckDB over traces, datasets, run bundles
+    irprof.summarize_trace(path)             -> TraceSummary of one trace file
+    irprof.opt(mlir, pipeline)               -> the module after an `irprof opt` pipeline
+
+The tour: docs/api.md.
 """
 
 from __future__ import annotations
@@ -33,17 +37,37 @@ if TYPE_CHECKING:
         Run,
         annotate,
         capture_model,
+        mlgo_dataset,
+        op_graph,
         open_dataset,
         open_run,
+        open_sql,
+        opt,
         read_trace,
         report,
+        summarize_trace,
+        trace_dag,
     )
 
 __version__ = "0.1.0"
 
 # `capture_model`, not `capture`: importing the `irprof.capture` package would shadow a function.
 _API = frozenset(
-    {"Run", "annotate", "capture_model", "open_dataset", "open_run", "read_trace", "report"}
+    {
+        "Run",
+        "annotate",
+        "capture_model",
+        "mlgo_dataset",
+        "op_graph",
+        "open_dataset",
+        "open_run",
+        "open_sql",
+        "opt",
+        "read_trace",
+        "report",
+        "summarize_trace",
+        "trace_dag",
+    }
 )
 
 
@@ -68,8 +92,14 @@ __all__ = [
     "__version__",
     "annotate",
     "capture_model",
+    "mlgo_dataset",
+    "op_graph",
     "open_dataset",
     "open_run",
+    "open_sql",
+    "opt",
     "read_trace",
     "report",
+    "summarize_trace",
+    "trace_dag",
 ]

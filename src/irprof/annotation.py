@@ -112,6 +112,7 @@ def annotate_bundle(
             ),
         )
     write_text_atomic(bundle.annotated_path(level), print_module(module, debug_info=True))
+    bundle.forget_ir(level)  # the module now carries the profile; `ir(level)` is the captured IR
     result.opprofile.save(bundle.opprofile_level_path(level))
     bundle.record_coverage(coverage)
     return AnnotateOutcome(

@@ -1,49 +1,297 @@
-"""The Python face of irprof: what each CLI command does, as one call returning plain data.
+"""The Python face of irprof: a `Run` does what every CLI command does, returning plain data.
 
-import irprof
-run = irprof.capture_model("jax", "examples/jax_mlp.py", "run")      # or irprof.open_run("run")
-irprof.annotate(run)                                            # -> AnnotateOutcome
-for row in run.top(limit=5).rows: print(row.label, row.total_ns)
-irprof.report(run)                                              # -> Path of report.html
+    run = irprof.open_run("run")            # or irprof.capture_model("jax", "model.py", "run")
+    run.annotate()                          # -> AnnotateOutcome (coverage, written paths)
+    for row in run.top(limit=5).rows: print(row.key, row.total_ns, row.location)
+    run.top().to_arrow(); run.report()      # -> a pyarrow Table; the Path of report.html
+
+The whole tour, runnable: docs/api.md.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from irprof.bundle import RunBundle
 
 if TYPE_CHECKING:
     import duckdb
 
+    from irprof.analyses.critical_path import CriticalPath
+    from irprof.analyses.dag_view import DagView
     from irprof.analyses.hotspots import GroupBy, HotspotTable
     from irprof.analyses.machine_peaks import MachinePeaks
+    from irprof.analyses.op_graph import Grouping, OpGraph, OpGraphOptions
+    from irprof.analyses.rank_cluster import ClusterOptions
+    from irprof.analyses.roofline import Roofline
+    from irprof.analyses.run_diff import DiffOptions, RunDiff
+    from irprof.analyses.sql_views import SqlResult, SqlSession
+    from irprof.analyses.top_view import TopView
+    from irprof.analyses.trace_summary import TraceSummary
     from irprof.annotation import AnnotateOutcome
+    from irprof.mlir.safe_parse import ParseLimits
     from irprof.opprofile import OpProfile
+    from irprof.renderers.mlgo_log import DatasetEntry
     from irprof.trace.model import Trace
 
 
 class Run(RunBundle):
-    """A run bundle with the views of it: everything a CLI command prints, as data."""
+    """A run bundle and everything irprof shows of it: each method is one CLI command, as data."""
+
+    @classmethod
+    def of(cls, bundle: RunBundle) -> Run:
+        """`bundle` as a Run, sharing what it has loaded (and what the Run records later)."""
+        if isinstance(bundle, Run):
+            return bundle
+        run = cls.__new__(cls)
+        # One loader state for both: no file is read twice, and coverage the Run records is
+        # seen through `bundle` too.
+        run.__dict__ = bundle.__dict__
+        return run
+
+    def __repr__(self) -> str:
+        return f"Run({str(self.root)!r})"
+
+    def framework_name(self) -> str:
+        """The registered framework that captured the run (a BundleError for an unknown one)."""
+        from irprof.annotation import bundle_framework
+
+        return bundle_framework(self).name
+
+    def annotatable_levels(self) -> list[str]:
+        """The IR levels the framework's correlator can annotate, in lowering order."""
+        from irprof.annotation import annotatable_levels
+
+        return annotatable_levels(self)
+
+    def annotate(
+        self,
+        level: str | None = None,
+        *,
+        attr: str = "irprof",
+        allow_low_coverage: bool = False,
+        allow_mismatch: bool = False,
+    ) -> AnnotateOutcome:
+        """Correlate one IR level (default: the framework's) and write annotated IR, opprofile
+        and coverage into the run (refused when the IR or trace differs from its capture
+        fingerprint, unless `allow_mismatch`)."""
+        from irprof.annotation import annotate_bundle
+        from irprof.errors import UsageError
+        from irprof.mlir.profile_attrs import LAYOUTS
+
+        if attr not in LAYOUTS:
+            raise UsageError(f"attr {attr!r}: expected one of {'|'.join(LAYOUTS)}")
+        return annotate_bundle(
+            self,
+            level=level,
+            attr=attr,
+            allow_low_coverage=allow_low_coverage,
+            allow_mismatch=allow_mismatch,
+        )
 
     def profile(self, level: str) -> OpProfile:
-        """The per-op profile `irprof annotate` wrote for `level`."""
+        """The per-op profile `annotate` wrote for `level`."""
         from irprof.opprofile import OpProfile
 
         return OpProfile.load(self.member(f"opprofile.{level}.json", what=f"{level} profile"))
 
-    def top(
-        self, level: str | None = None, *, by: GroupBy = "op", limit: int | None = 20
-    ) -> HotspotTable:
-        """The hottest ops (or op kinds, or scopes) of an annotated level, hottest first."""
-        from irprof.analyses.annotated_levels import load_annotated_level
-        from irprof.analyses.hotspots import hotspots
+    def top_view(
+        self,
+        level: str | None = None,
+        *,
+        by: GroupBy = "op",
+        limit: int | None = 20,
+        expand_groups: bool = False,
+        roofline: bool = False,
+        peaks: MachinePeaks | None = None,
+    ) -> TopView:
+        """What `irprof top` shows: the hotspot table, the ops behind it, the model script and,
+        with `roofline`, the rows on the roofline of `peaks`."""
+        from irprof.analyses.top_view import load_top_view
 
-        loaded = load_annotated_level(self, level)
-        return hotspots(
-            loaded.profiled.ops, by=by, limit=limit, profiled_ns=loaded.profiled.profiled_ns
+        self.framework_name()  # a bundle of an unknown stack is not a run irprof wrote
+        return load_top_view(
+            self,
+            level,
+            by=by,
+            limit=limit,
+            expand_groups=expand_groups,
+            with_roofline=roofline,
+            peaks=peaks,
         )
+
+    def top(
+        self,
+        level: str | None = None,
+        *,
+        by: GroupBy = "op",
+        limit: int | None = 20,
+        expand_groups: bool = False,
+    ) -> HotspotTable:
+        """The hottest ops (or op kinds, or scopes) of an annotated level, hottest first;
+        `expand_groups`: each op of a fused or decomposed event on its own (estimated)."""
+        return self.top_view(level, by=by, limit=limit, expand_groups=expand_groups).table
+
+    def roofline(
+        self,
+        level: str | None = None,
+        *,
+        by: GroupBy = "op",
+        limit: int | None = 20,
+        peaks: MachinePeaks | None = None,
+    ) -> Roofline:
+        """The rows of `top` on the roofline: FLOPs and bytes per row against `peaks` (see
+        `irprof.analyses.machine_peaks`; without them, achieved rates only)."""
+        view = self.top_view(level, by=by, limit=limit, roofline=True, peaks=peaks)
+        return cast("Roofline", view.roofline)
+
+    def report(
+        self,
+        out: str | Path | None = None,
+        *,
+        max_nodes: int = 300,
+        against: RunBundle | str | Path | None = None,
+        peaks: MachinePeaks | None = None,
+    ) -> Path:
+        """Write the static HTML report (default `RUN/report.html`); returns its path.
+        `against`: another run of the model, shown as a diff from it to this one; `peaks`: the
+        roofline's roofs (without them the roofline tab shows achieved rates only)."""
+        import os
+
+        from irprof.analyses.op_graph import OpGraphOptions
+        from irprof.analyses.report_data import build_report_data
+        from irprof.fileio import write_bytes_atomic
+        from irprof.renderers.report_html import RENDERER
+
+        self.framework_name()
+        if os.path.lexists(self.dag_path):  # the report embeds it: same rules as named files
+            self.member("dag.json", what="event DAG")
+        other = None
+        if against is not None:
+            other = _as_run(against)
+            other.framework_name()
+        data = build_report_data(
+            self, graph_options=OpGraphOptions(max_nodes=max_nodes), peaks=peaks, against=other
+        )
+        target = Path(out) if out is not None else self.report_path
+        write_bytes_atomic(target, RENDERER.render(data))
+        return target
+
+    def diff(
+        self,
+        other: RunBundle | str | Path,
+        level: str | None = None,
+        *,
+        other_level: str | None = None,
+        options: DiffOptions | None = None,
+    ) -> RunDiff:
+        """This run (A) against `other` (B) op by op, scope by scope and kind by kind, per
+        step with bootstrap intervals; `level`: default the first annotated in both."""
+        from irprof.analyses.run_diff import common_level, diff_runs, load_diff_side
+
+        run_b = _as_run(other)
+        chosen = level if level is not None else common_level(self, run_b)
+        side_a = load_diff_side(self, chosen, str(self.root))
+        side_b = load_diff_side(run_b, other_level or chosen, str(run_b.root))
+        return diff_runs(side_a, side_b, options)
+
+    def export(self, fmt: str, path: str | Path, level: str | None = None) -> Path:
+        """Write the run as `fmt` (perfetto, chrome, model-explorer, mlgo-log) to `path`;
+        `level`: model-explorer's (default the first annotated), the traces' (default all)."""
+        from irprof.fileio import write_bytes_atomic
+        from irprof.registry import load_reference
+        from irprof.renderers.base import get_export_renderers
+
+        renderer = get_export_renderers().get(fmt)
+        build_input = cast(Callable[[RunBundle, str | None], Any], load_reference(renderer.input))
+        self.framework_name()
+        data = build_input(self, level)
+        target = Path(path)
+        write_bytes_atomic(target, renderer.render(data))
+        return target
+
+    def dag(
+        self,
+        mode: str = "causal",
+        *,
+        min_dur_ns: int = 0,
+        track: str | None = None,
+        name: str | None = None,
+        critical_path: bool = False,
+        step: int | None = None,
+    ) -> DagView:
+        """The event DAG of the run's trace (`causal` or `levels`) over the events passing the
+        filters, and with `critical_path` the critical path of `step` (default: the longest),
+        naming the IR ops of each event when the run is annotated."""
+        return _dag_view(
+            self.trace(), self, str(self.root), mode, min_dur_ns, track, name, critical_path, step
+        )
+
+    def critical_path(self, step: int | None = None) -> CriticalPath:
+        """The critical path of `step` (default: the longest) on the causal DAG of the trace."""
+        return cast("CriticalPath", self.dag(critical_path=True, step=step).critical_path)
+
+    def graph(
+        self,
+        level: str | None = None,
+        *,
+        function: str | None = None,
+        expand: Sequence[str] = (),
+        max_nodes: int = 300,
+        grouping: Grouping = "auto",
+    ) -> OpGraph:
+        """The heat-coloured data-flow graph of one function (default: the one with the most
+        time) of an annotated level; render it with `irprof.renderers.base`."""
+        from irprof.analyses.annotated_level import require_annotated
+        from irprof.analyses.op_graph import OpGraphOptions
+
+        chosen = require_annotated(self, level)
+        options = OpGraphOptions(
+            function=function,
+            expand=tuple(expand),
+            grouping=grouping,
+            max_nodes=max_nodes,
+        )
+        return op_graph(self.member(f"annotated/{chosen}.mlir", what="annotated IR"), options)
+
+    def sql(self, query: str, limit: int | None = None) -> SqlResult:
+        """Run an SQL query (DuckDB) over the run's views: events, tracks, flows, ops and
+        opprofile (see `irprof sql --help`); at most `limit` rows (None: all)."""
+        with open_sql(self.root) as session:
+            return session.query(query, limit)
+
+
+def _as_run(run: RunBundle | str | Path) -> Run:
+    """A Run of a loaded bundle (sharing its state) or of a path (validated now)."""
+    return Run.of(run) if isinstance(run, RunBundle) else open_run(run)
+
+
+def _dag_view(
+    trace: Trace,
+    bundle: RunBundle | None,
+    source: str,
+    mode: str,
+    min_dur_ns: int,
+    track: str | None,
+    name: str | None,
+    critical_path: bool,
+    step: int | None,
+) -> DagView:
+    from irprof.analyses.dag_view import dag_view
+    from irprof.event_dag.model import DagFilter
+
+    return dag_view(
+        trace,
+        source=source,
+        bundle=bundle,
+        mode=mode,
+        event_filter=DagFilter(min_dur_ns, track, name),
+        with_critical_path=critical_path,
+        step=step,
+    )
 
 
 def read_trace(path: str | Path, format: str | None = None) -> Trace:
@@ -51,6 +299,27 @@ def read_trace(path: str | Path, format: str | None = None) -> Trace:
     from irprof.readers import read_trace as read
 
     return read(path, format)
+
+
+def summarize_trace(path: str | Path, *, top: int = 15, format: str | None = None) -> TraceSummary:
+    """Counts, span, top names, device and stream time of one trace file (`irprof trace
+    summary TRACE`)."""
+    from irprof.analyses.trace_summary import summarize_trace as summarize
+
+    return summarize(read_trace(path, format), top=top)
+
+
+def opt(source: str | Path, pipeline: str, *, verify_each: bool = False) -> Any:
+    """Parse an MLIR file or text and run a pass pipeline in MLIR's textual syntax on it, irprof
+    and native passes mixed (`irprof opt`); returns the module (`iree.compiler.ir.Module`)."""
+    from irprof.mlir.context import make_context
+    from irprof.mlir.load import load_module
+    from irprof.passes.pipeline import RunOptions, run_pipeline
+
+    module = load_module(source, make_context())
+    if pipeline.strip():
+        run_pipeline(module, pipeline, RunOptions(verify_each=verify_each))
+    return module
 
 
 def open_run(path: str | Path) -> Run:
@@ -77,22 +346,9 @@ def annotate(
     allow_low_coverage: bool = False,
     allow_mismatch: bool = False,
 ) -> AnnotateOutcome:
-    """Correlate one IR level of `run` and write annotated IR, opprofile and coverage into it
-    (refused when the IR or trace differs from its capture fingerprint, unless
-    `allow_mismatch`)."""
-    from irprof.annotation import annotate_bundle
-    from irprof.errors import UsageError
-    from irprof.mlir.profile_attrs import LAYOUTS
-
-    if attr not in LAYOUTS:
-        raise UsageError(f"attr {attr!r}: expected one of {'|'.join(LAYOUTS)}")
-    bundle = run if isinstance(run, RunBundle) else open_run(run)
-    return annotate_bundle(
-        bundle,
-        level=level,
-        attr=attr,
-        allow_low_coverage=allow_low_coverage,
-        allow_mismatch=allow_mismatch,
+    """`Run.annotate` of a run or a path."""
+    return _as_run(run).annotate(
+        level, attr=attr, allow_low_coverage=allow_low_coverage, allow_mismatch=allow_mismatch
     )
 
 
@@ -104,24 +360,80 @@ def report(
     against: RunBundle | str | Path | None = None,
     peaks: MachinePeaks | None = None,
 ) -> Path:
-    """Write the static HTML report of an annotated run; returns its path. `against`: another
-    run of the model, shown as a diff from it to `run`; `peaks`: the roofline's roofs (without
-    them the roofline tab shows achieved rates only; see `irprof.analyses.machine_peaks`)."""
-    from irprof.analyses.op_graph import OpGraphOptions
-    from irprof.analyses.report_data import build_report_data
-    from irprof.fileio import write_bytes_atomic
-    from irprof.renderers.report_html import RENDERER
+    """`Run.report` of a run or a path: write the HTML report; returns its path."""
+    return _as_run(run).report(out, max_nodes=max_nodes, against=against, peaks=peaks)
 
-    bundle = run if isinstance(run, RunBundle) else open_run(run)
-    other = None
-    if against is not None:
-        other = against if isinstance(against, RunBundle) else open_run(against)
-    data = build_report_data(
-        bundle, graph_options=OpGraphOptions(max_nodes=max_nodes), peaks=peaks, against=other
+
+def trace_dag(
+    source: str | Path,
+    mode: str = "causal",
+    *,
+    format: str | None = None,
+    min_dur_ns: int = 0,
+    track: str | None = None,
+    name: str | None = None,
+    critical_path: bool = False,
+    step: int | None = None,
+) -> DagView:
+    """`Run.dag` of a trace file, its folder or a run bundle (its trace, unless `format` asks
+    for the file to be read with that reader)."""
+    bundle = Run(source)
+    if bundle.is_bundle() and format is None:
+        trace = bundle.trace()
+        if len(trace):
+            return _dag_view(
+                trace, bundle, str(source), mode, min_dur_ns, track, name, critical_path, step
+            )
+    trace = read_trace(source, format)
+    return _dag_view(trace, None, str(source), mode, min_dur_ns, track, name, critical_path, step)
+
+
+def op_graph(
+    mlir: str | Path, options: OpGraphOptions | None = None, limits: ParseLimits | None = None
+) -> OpGraph:
+    """The heat-coloured data-flow graph of an annotated `.mlir` file (`limits`: bounds on
+    hostile input, see `irprof.mlir.safe_parse`)."""
+    from irprof.analyses.op_graph import OpGraphOptions, build_op_graph
+    from irprof.analyses.profiled_ops import profiled_ops_of
+    from irprof.errors import UsageError
+    from irprof.mlir.context import make_context
+    from irprof.mlir.load import load_module
+    from irprof.mlir.safe_parse import DEFAULT_LIMITS, call_with_stack
+
+    path = Path(mlir)
+    if not path.is_file():
+        raise UsageError(f"{path}: no such file")
+    chosen = limits or DEFAULT_LIMITS
+    wanted = options or OpGraphOptions()
+
+    def build() -> OpGraph:
+        module = load_module(path, make_context(), limits=chosen)
+        return build_op_graph(module, profiled_ops_of(module, path=str(path)), wanted)
+
+    # Walking and freeing the module recurse per nesting level: stay on the parse-sized stack.
+    return call_with_stack(build, chosen.stack_bytes)
+
+
+def open_sql(
+    source: str | Path,
+    *,
+    cluster: ClusterOptions | None = None,
+    dataset: str | Path | None = None,
+    format: str | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> AbstractContextManager[SqlSession]:
+    """`with open_sql(source) as session:` a DuckDB session with the views of a trace, Parquet
+    trace, rank dataset, folder of rank traces (converted on `cluster` first, into `dataset`
+    when given, else a temporary folder) or run bundle (`session.query("SELECT ...")`)."""
+    from irprof.analyses.sql_views import open_sql as open_session
+
+    return open_session(
+        Path(source),
+        cluster=cluster,
+        dataset=Path(dataset) if dataset is not None else None,
+        format=format,
+        on_progress=on_progress,
     )
-    target = Path(out) if out is not None else bundle.report_path
-    write_bytes_atomic(target, RENDERER.render(data))
-    return target
 
 
 def open_dataset(
@@ -144,3 +456,20 @@ def open_dataset(
         dataset=Path(dataset) if dataset is not None else None,
     )
     return session.relation("SELECT * FROM events")
+
+
+def mlgo_dataset(runs: Sequence[str | Path], level: str | None = None) -> list[DatasetEntry]:
+    """One MLGO training log per annotated run (an observation per profiled op at `level`,
+    default every annotated level), each with the file name it is written under."""
+    from irprof.analyses.mlgo_features import load_mlgo_features
+    from irprof.errors import UsageError
+    from irprof.renderers.mlgo_log import RENDERER, DatasetEntry
+
+    entries: list[DatasetEntry] = []
+    for number, run in enumerate(Path(run) for run in runs):
+        log = load_mlgo_features(RunBundle(run), level)
+        if log.observation_count == 0:
+            raise UsageError(f"{run}: no profiled op to log at level {level or 'any'}")
+        # Two runs may share a folder name (a/run, b/run): the position keeps files apart.
+        entries.append(DatasetEntry(str(run), f"{number:03d}-{run.name}{RENDERER.extension}", log))
+    return entries

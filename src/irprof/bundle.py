@@ -166,7 +166,8 @@ class RunBundle:
             )
         try:
             manifest = Manifest.decode(data)
-        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError) as exc:
+            # msgspec reports bad UTF-8 inside a string as UnicodeDecodeError, not DecodeError.
             raise BundleError(f"{path}: malformed manifest: {exc}") from exc
         for place, relative in manifest.path_fields():
             self._check_named_path(place, relative)
@@ -245,6 +246,10 @@ class RunBundle:
             self._modules[level] = load_module(path, make_context(), data=data)
             self.release_member(relative)
         return self._modules[level]
+
+    def forget_ir(self, level: str) -> None:
+        """Drop the parsed `level` (annotating changed it), so `ir(level)` parses the file again."""
+        self._modules.pop(level, None)
 
     def check_fingerprints(self, names: Iterable[str]) -> None:
         """Refuse a file among `names` whose bytes differ from the fingerprint recorded at

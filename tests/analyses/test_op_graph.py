@@ -12,7 +12,7 @@ from typing import Any
 import networkx as nx
 import pytest
 
-from irprof.analyses.annotated_levels import load_annotated_level
+from irprof.analyses.annotated_level import load_annotated_level
 from irprof.analyses.op_graph import OpGraph, OpGraphOptions, build_op_graph
 from irprof.analyses.profiled_ops import ProfiledModule, profiled_ops_of
 from irprof.bundle import RunBundle

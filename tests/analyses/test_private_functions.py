@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from iree.compiler import ir
 
-from irprof.analyses.annotated_levels import AnnotatedLevel, load_annotated_level, model_script
+from irprof.analyses.annotated_level import AnnotatedLevel, load_annotated_level, model_script
 from irprof.analyses.hotspots import hotspots
 from irprof.analyses.profiled_ops import ProfiledModule, profiled_ops_of
 from irprof.annotation import annotate_bundle

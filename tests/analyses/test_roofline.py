@@ -10,7 +10,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from irprof.analyses.annotated_levels import load_annotated_level
+from irprof.analyses.annotated_level import load_annotated_level
 from irprof.analyses.hotspots import hotspots
 from irprof.analyses.machine_peaks import (
     PeakSettings,

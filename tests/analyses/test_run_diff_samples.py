@@ -10,11 +10,11 @@ from irprof.analyses.run_diff_samples import (
     bootstrap_delta,
     combine,
     run_samples,
-    step_windows,
 )
 from irprof.opprofile import ProfileData
 from irprof.trace.builder import TraceBuilder
 from irprof.trace.model import EventKind, Trace
+from irprof.trace.steps import step_windows
 
 
 def profiled(index: int, kernels: tuple[str, ...], total_ns: int) -> ProfiledOp:
@@ -101,7 +101,7 @@ def test_an_op_whose_kernels_are_not_in_the_trace_keeps_its_total_without_sample
 
 def test_nested_step_markers_count_once() -> None:
     trace = trace_of([("s", 0, 100, EventKind.STEP), ("inner", 10, 20, EventKind.STEP)])
-    assert step_windows(trace) == [(0, 100)]
+    assert step_windows(trace, nested=False) == [(0, 100)]
 
 
 def test_combine_sums_per_step_samples_elementwise_and_keeps_others_apart() -> None:

@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from irprof.analyses.annotated_levels import load_annotated_level
+from irprof.analyses.annotated_level import load_annotated_level
 from irprof.analyses.scope_tree import UNATTRIBUTED, ScopeNode, ScopeTree, headline, scope_tree
 from irprof.bundle import RunBundle
 from irprof.renderers.icicle_svg import RENDERER, WIDTH, icicle_cells

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from irprof.analyses.annotated_levels import load_annotated_level
+from irprof.analyses.annotated_level import load_annotated_level
 from irprof.analyses.model_explorer_ids import NodeDataExport, explorer_node_ids
 from irprof.analyses.trace_export import load_trace_export
 from irprof.bundle import RunBundle

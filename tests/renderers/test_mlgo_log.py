@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from irprof.analyses.annotated_levels import load_annotated_level
+from irprof.analyses.annotated_level import load_annotated_level
 from irprof.bundle import RunBundle
 from irprof.cli.main import main
 from irprof.mlir.op_index import derive_op_infos

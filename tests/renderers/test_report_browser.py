@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from irprof.analyses.annotated_levels import load_annotated_level
+from irprof.analyses.annotated_level import load_annotated_level
 from irprof.analyses.op_graph import build_op_graph
 from irprof.analyses.report_data import build_report_data
 from irprof.annotation import annotate_bundle

@@ -28,12 +28,15 @@ from __future__ import annotations
 import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
+from irprof.analyses.table import Tabular, dataclass_rows, row_columns
 from irprof.errors import UsageError
 from irprof.event_dag.model import EDGE_NEST, EDGE_SEQUENCE, EventDag
 from irprof.trace.model import EventKind
+from irprof.trace.steps import top_level_windows
 
 _NOT_WORK = (EventKind.STEP, EventKind.ENVELOPE, EventKind.COUNTER)
 _LOCAL = (EDGE_NEST, EDGE_SEQUENCE)
@@ -53,8 +56,8 @@ class PathEvent:
 
 
 @dataclass(frozen=True)
-class CriticalPath:
-    """The heaviest chain of dependent work in one step."""
+class CriticalPath(Tabular):
+    """The heaviest chain of dependent work in one step; as a table: its events."""
 
     step: int  # index of the step window (-1: the whole trace, no markers)
     steps: int  # step windows found
@@ -78,17 +81,24 @@ class CriticalPath:
         """DAG node numbers of the path, in order."""
         return tuple(event.node for event in self.events)
 
+    def table_columns(self) -> tuple[str, ...]:
+        """The fields of `PathEvent`."""
+        return row_columns(PathEvent)
 
-def step_windows(dag: EventDag) -> list[tuple[int, int]]:
-    """(start, end) of each top-level step marker, in time order."""
+    def table_rows(self) -> list[tuple[Any, ...]]:
+        """One tuple per event along the path."""
+        return dataclass_rows(self.events, self.table_columns())
+
+    def table_caption(self) -> str:
+        """The step and how much of it the path covers."""
+        return f"step {self.step}: {self.length_ns:,} ns of work on a {self.span_ns:,} ns step"
+
+
+def dag_step_windows(dag: EventDag) -> list[tuple[int, int]]:
+    """(start, end) of each top-level step marker among the DAG's nodes, in time order."""
     nodes = np.nonzero(dag.kind == EventKind.STEP)[0]
-    windows: list[tuple[int, int]] = []
-    for node in nodes.tolist():  # node order is start order
-        start, end = int(dag.ts_ns[node]), int(dag.ts_ns[node] + dag.dur_ns[node])
-        if windows and start < windows[-1][1]:
-            continue
-        windows.append((start, end))
-    return windows
+    ends = dag.ts_ns[nodes] + dag.dur_ns[nodes]
+    return top_level_windows(zip(dag.ts_ns[nodes].tolist(), ends.tolist(), strict=True))
 
 
 @dataclass
@@ -227,7 +237,7 @@ def critical_path(
     """The critical path of step `step` (default: the longest step) of a causal DAG."""
     if dag.mode != "causal":
         raise UsageError("the critical path needs a causal DAG (--mode causal)")
-    windows = step_windows(dag)
+    windows = dag_step_windows(dag)
     if windows:
         if step is None:
             step = max(range(len(windows)), key=lambda i: windows[i][1] - windows[i][0])

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from irprof.analyses.profiled_ops import ProfiledOp
+from irprof.analyses.table import Tabular, dataclass_rows, row_columns
 from irprof.errors import UsageError
 
 GroupBy = Literal["op", "type", "scope"]
@@ -35,13 +36,27 @@ class HotspotRow:
 
 
 @dataclass(frozen=True)
-class HotspotTable:
+class HotspotTable(Tabular):
     """Rows sorted by time (hottest first) and what they cover."""
 
     by: GroupBy
     rows: tuple[HotspotRow, ...]
     total_ns: int  # over all rows, not only the ones kept by `limit`
     profiled_ns: int
+    level: str = ""  # the IR level the rows are ops of ("" when built from loose ops)
+
+    def table_columns(self) -> tuple[str, ...]:
+        """The fields of `HotspotRow`."""
+        return row_columns(HotspotRow)
+
+    def table_rows(self) -> list[tuple[Any, ...]]:
+        """One tuple per row, hottest first."""
+        return dataclass_rows(self.rows, self.table_columns())
+
+    def table_caption(self) -> str:
+        """What the rows are and the time they cover."""
+        where = f"level {self.level}, " if self.level else ""
+        return f"{where}by {self.by}: {self.total_ns:,} ns of {self.profiled_ns:,} ns profiled"
 
 
 def _where(op: ProfiledOp) -> str:
@@ -111,6 +126,7 @@ def hotspots(
     limit: int | None = None,
     profiled_ns: int | None = None,
     expand_groups: bool = False,
+    level: str = "",
 ) -> HotspotTable:
     """Annotated ops (or their rollup by kind or scope) ranked by attributed time.
 
@@ -140,6 +156,7 @@ def hotspots(
         rows=tuple(kept),
         total_ns=total,
         profiled_ns=profiled_ns if profiled_ns is not None else total,
+        level=level,
     )
 
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from iree.compiler import ir
 
-from irprof.analyses.annotated_levels import load_annotated_level
+from irprof.analyses.annotated_level import load_annotated_level
 from irprof.analyses.profiled_ops import ProfiledOp
 from irprof.bundle import RunBundle
 from irprof.errors import BundleError

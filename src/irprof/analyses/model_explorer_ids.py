@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from iree.compiler import ir
 
-from irprof.analyses.annotated_levels import load_annotated_level
+from irprof.analyses.annotated_level import load_annotated_level
 from irprof.analyses.profiled_ops import ProfiledModule
 from irprof.bundle import RunBundle
 

@@ -10,7 +10,7 @@ from typing import Any
 import orjson
 from iree.compiler import ir
 
-from irprof.analyses.annotated_levels import (
+from irprof.analyses.annotated_level import (
     AnnotatedLevel,
     load_annotated_level,
 )

@@ -29,6 +29,7 @@ from iree.compiler import ir
 from irprof.analyses.hotspots import HotspotRow, HotspotTable
 from irprof.analyses.machine_peaks import MachinePeaks
 from irprof.analyses.profiled_ops import ProfiledModule, ProfiledOp
+from irprof.analyses.table import Tabular, dataclass_rows, row_columns
 from irprof.errors import BundleError
 from irprof.mlir.cost_groups import CallGraph, call_graph, group_cost
 from irprof.mlir.cost_model import OpCost, dominant_category, op_cost
@@ -157,7 +158,7 @@ class RooflinePoint:
 
 
 @dataclass(frozen=True)
-class Roofline:
+class Roofline(Tabular):
     """The rows of one hotspot table on this machine's roofline."""
 
     level: str
@@ -197,6 +198,31 @@ class Roofline:
             "bound_ns": self.bound_ns(),
             "points": [point.to_json() for point in self.points],
         }
+
+    def table_columns(self) -> tuple[str, ...]:
+        """The fields of `RooflinePoint` (not the shared peaks and options), then its figures."""
+        return row_columns(RooflinePoint, properties=_POINT_FIGURES, exclude=("peaks", "options"))
+
+    def table_rows(self) -> list[tuple[Any, ...]]:
+        """One tuple per point, in the hotspot table's order."""
+        return dataclass_rows(self.points, self.table_columns())
+
+    def table_caption(self) -> str:
+        """Level, grouping and the roofs."""
+        roofs = self.peaks.describe() if self.peaks else "no peaks: achieved rates only"
+        return f"level {self.level}, by {self.by}; {roofs}"
+
+
+_POINT_FIGURES = (
+    "flops_per_run",
+    "bytes_per_run",
+    "intensity",
+    "achieved_gflops",
+    "achieved_gbps",
+    "roof_gflops",
+    "roof_fraction",
+    "bound",
+)
 
 
 def executions(op: ProfiledOp) -> int:

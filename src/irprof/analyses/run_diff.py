@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from irprof.analyses.annotated_levels import load_annotated_level
+from irprof.analyses.annotated_level import load_annotated_level
 from irprof.analyses.profiled_ops import ProfiledModule, ProfiledOp
 from irprof.analyses.run_diff_match import FusionChange, OpPair, fusion_changes, match_ops
 from irprof.analyses.run_diff_samples import (
@@ -24,6 +24,7 @@ from irprof.analyses.run_diff_samples import (
     method_label,
     run_samples,
 )
+from irprof.analyses.table import Tabular, dataclass_rows, row_columns
 from irprof.bundle import RunBundle
 from irprof.errors import UsageError
 
@@ -107,8 +108,8 @@ class DiffRow:
 
 
 @dataclass(frozen=True)
-class RunDiff:
-    """Everything `irprof diff` shows, as data."""
+class RunDiff(Tabular):
+    """Everything `irprof diff` shows, as data; as a table: the op, scope and kind rows."""
 
     run_a: str
     run_b: str
@@ -161,6 +162,23 @@ class RunDiff:
             "matches": self.match_counts,
             "notes": list(self.notes),
         }
+
+    def table_columns(self) -> tuple[str, ...]:
+        """`part` (op, scope or kind), then the fields of `DiffRow` and its derived figures."""
+        return ("part", *row_columns(DiffRow, properties=_DIFF_FIGURES))
+
+    def table_rows(self) -> list[tuple[Any, ...]]:
+        """The op rows, then the scope rows, then the kind rows."""
+        columns = row_columns(DiffRow, properties=_DIFF_FIGURES)
+        parts = (("op", self.ops), ("scope", self.scopes), ("kind", self.kinds))
+        return [(part, *values) for part, rows in parts for values in dataclass_rows(rows, columns)]
+
+    def table_caption(self) -> str:
+        """The two runs and their levels."""
+        return f"{self.run_a} ({self.level_a}) -> {self.run_b} ({self.level_b}), ns per step"
+
+
+_DIFF_FIGURES = ("delta_ns", "delta_pct", "significant")
 
 
 def _row(

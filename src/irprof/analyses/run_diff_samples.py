@@ -30,6 +30,7 @@ import numpy.typing as npt
 
 from irprof.analyses.profiled_ops import ProfiledOp
 from irprof.trace.model import EventKind, Trace
+from irprof.trace.steps import step_windows
 
 SampleMethod = Literal["step-markers", "occurrence", "event-bootstrap", "profile-only", "none"]
 STEP_METHODS: tuple[SampleMethod, ...] = ("step-markers", "occurrence")
@@ -84,19 +85,6 @@ def _kernel_events(trace: Trace, names: Iterable[str]) -> _KernelEvents:
     return _KernelEvents(ts, dur)
 
 
-def step_windows(trace: Trace) -> list[tuple[int, int]]:
-    """`(start, end)` of each top-level step event, in time order (nested markers dropped)."""
-    rows = np.nonzero(trace.kind == EventKind.STEP)[0]
-    starts, ends = trace.ts_ns[rows].tolist(), (trace.ts_ns + trace.dur_ns)[rows].tolist()
-    spans = sorted(zip(starts, ends, strict=True))
-    windows: list[tuple[int, int]] = []
-    for start, end in spans:
-        if windows and start < windows[-1][1]:
-            continue  # inside the previous step (a marker within a marker)
-        windows.append((start, end))
-    return windows
-
-
 def _scaled(values: I64, ratio: float) -> tuple[int, ...]:
     return tuple(round(float(v) * ratio) for v in values.tolist())
 
@@ -140,7 +128,7 @@ def run_samples(
     """Samples of every profiled op (by op index) and the number of step markers found."""
     names = {kernel for op in ops if op.profile for kernel in op.profile.kernels}
     events = _kernel_events(trace, names)
-    windows = step_windows(trace)
+    windows = step_windows(trace, nested=False)  # one window per step
     found = {op.index: op_samples(op, events, windows, steps) for op in ops if op.profile}
     return found, len(windows)
 

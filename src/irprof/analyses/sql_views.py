@@ -42,6 +42,7 @@ from irprof.analyses.rank_dataset import (
 )
 from irprof.analyses.ranks import rank_from_metadata, rank_trace_files
 from irprof.analyses.sql_bundle import BUNDLE_VIEWS, bundle_views
+from irprof.analyses.table import Tabular
 from irprof.bundle import RunBundle
 from irprof.errors import TraceFormatError, UsageError
 from irprof.trace.io import parquet_header, trace_to_arrow
@@ -61,13 +62,21 @@ FROM {source} AS e LEFT JOIN tracks AS t ON t.rank = e.rank AND t.track = e.trac
 
 
 @dataclass(frozen=True)
-class SqlResult:
+class SqlResult(Tabular):
     """A query's columns, their DuckDB types and (up to the limit asked) its rows."""
 
     columns: tuple[str, ...]
     types: tuple[str, ...]
     rows: list[tuple[Any, ...]]
     truncated: bool  # more rows than `rows` holds
+
+    def table_columns(self) -> tuple[str, ...]:
+        """The query's columns."""
+        return self.columns
+
+    def table_rows(self) -> list[tuple[Any, ...]]:
+        """The rows fetched."""
+        return self.rows
 
     def csv_text(self) -> str:
         """The rows as CSV with a header line."""
@@ -281,7 +290,13 @@ def open_dataset_session(
 ) -> SqlSession:
     """A session that lives as long as its relations (for the Python API): no temporary
     folder, so a directory of rank traces needs `dataset`, the folder to convert it into."""
-    raw_ranks = source.is_dir() and not is_rank_dataset(source) and rank_trace_files(source)
+    # A run bundle's trace folder may hold several traces of one run: it is not ranks.
+    raw_ranks = (
+        source.is_dir()
+        and not RunBundle(source).is_bundle()
+        and not is_rank_dataset(source)
+        and rank_trace_files(source)
+    )
     if raw_ranks and dataset is None:
         raise UsageError(
             f"{source}: a directory of rank traces; pass dataset=FOLDER to convert it into "

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from irprof.analyses.annotated_levels import load_annotated_level
+from irprof.analyses.annotated_level import load_annotated_level
 from irprof.analyses.profiled_ops import ProfiledModule
 from irprof.bundle import Manifest, RunBundle
 from irprof.errors import BundleError

@@ -8,7 +8,6 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from irprof.api import annotate as annotate_run
 from irprof.api import open_run
 from irprof.renderers.coverage_table import capture_overhead_text, coverage_report
 
@@ -35,8 +34,7 @@ def annotate(
 ) -> None:
     """Join the run's trace to one IR level and write annotated IR, opprofile and coverage."""
     bundle = open_run(run)
-    outcome = annotate_run(
-        bundle,
+    outcome = bundle.annotate(
         level,
         attr=attr,
         allow_low_coverage=allow_low_coverage,

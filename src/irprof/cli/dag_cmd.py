@@ -8,17 +8,14 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from irprof.analyses.critical_path import CriticalPath, critical_path
-from irprof.analyses.trace_export import load_trace_export
-from irprof.bundle import RunBundle
+from irprof.api import trace_dag
 from irprof.errors import UsageError
 from irprof.event_dag.export import save_dag_json, save_graphml
-from irprof.event_dag.model import DAG_MODES, DagFilter, EventDag, build_event_dag
+from irprof.event_dag.model import DAG_MODES
 from irprof.fileio import write_bytes_atomic
-from irprof.readers import get_all_readers, read_trace
+from irprof.readers import get_all_readers
 from irprof.renderers.base import get_dag_renderers
 from irprof.renderers.critical_path_table import critical_path_table
-from irprof.trace.model import Trace
 
 
 def dag(
@@ -76,13 +73,17 @@ def dag(
         raise UsageError(f"--format {format_name!r}: expected one of {known}")
     if step is not None and not show_critical_path:
         raise UsageError("--step chooses the step of --critical-path; pass both")
-    bundle = RunBundle(trace_path)
-    trace = bundle.trace() if bundle.is_bundle() and format_name is None else None
-    trace = trace or read_trace(trace_path, format_name)
-    event_dag = build_event_dag(trace, mode, DagFilter(min_dur_ns, track, name))
-    if len(event_dag) == 0:
-        raise UsageError(f"{trace_path}: no event passes the filters; nothing to write")
-    path = _critical_path(bundle, trace, event_dag, step) if show_critical_path else None
+    view = trace_dag(
+        trace_path,
+        mode,
+        format=format_name,
+        min_dur_ns=min_dur_ns,
+        track=track,
+        name=name,
+        critical_path=show_critical_path,
+        step=step,
+    )
+    event_dag, path = view.dag, view.critical_path
     highlight = path.nodes if path is not None else ()
     # Render everything before writing anything, so a failure leaves no partial set of files.
     drawn = {
@@ -113,17 +114,6 @@ def dag(
         console.print(f"[yellow]note:[/] {note}")
     if path is not None:
         console.print(critical_path_table(path))
-
-
-def _critical_path(
-    bundle: RunBundle, trace: Trace, event_dag: EventDag, step: int | None
-) -> CriticalPath:
-    """The critical path, naming IR ops when `bundle` is an annotated run of this trace."""
-    ops: dict[str, tuple[str, ...]] = {}
-    if bundle.is_bundle() and bundle.annotated_levels() and trace is bundle.trace():
-        refs = load_trace_export(bundle).ops_by_event_name()
-        ops = {name: tuple(f"{r.level}: {r.name}" for r in found) for name, found in refs.items()}
-    return critical_path(event_dag, step=step, ops_by_event=ops)
 
 
 def register(app: typer.Typer) -> None:

@@ -8,11 +8,10 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from irprof.analyses.mlgo_features import load_mlgo_features
-from irprof.bundle import RunBundle
+from irprof.api import mlgo_dataset
 from irprof.errors import UsageError
 from irprof.fileio import write_bytes_atomic
-from irprof.renderers.mlgo_log import RENDERER, DatasetEntry, dataset_index
+from irprof.renderers.mlgo_log import RENDERER, dataset_index
 
 
 def dataset(
@@ -26,13 +25,7 @@ def dataset(
     as the score) and dataset.json naming the logs, the tensor specs and the ids."""
     if output.exists() and not output.is_dir():
         raise UsageError(f"{output}: exists and is not a folder")
-    entries: list[DatasetEntry] = []
-    for number, run in enumerate(runs):
-        log = load_mlgo_features(RunBundle(run), level)
-        if log.observation_count == 0:
-            raise UsageError(f"{run}: no profiled op to log at level {level or 'any'}")
-        # Two runs may share a folder name (a/run, b/run): the position keeps files apart.
-        entries.append(DatasetEntry(str(run), f"{number:03d}-{run.name}{RENDERER.extension}", log))
+    entries = mlgo_dataset(runs, level)
     # Everything is built before the first file is written.
     files = {entry.file: RENDERER.render(entry.log) for entry in entries}
     files["dataset.json"] = dataset_index(entries)

@@ -9,14 +9,10 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from irprof.analyses.annotated_levels import load_annotated_level, model_script
-from irprof.analyses.hotspots import hotspots
-from irprof.annotation import annotatable_levels, annotate_bundle
-from irprof.api import report as write_report
+from irprof.api import capture_model
 from irprof.bundle import RunBundle
 from irprof.coverage import Coverage
 from irprof.errors import UsageError
-from irprof.event_dag import build_event_dag
 from irprof.event_dag.export import save_dag_json
 from irprof.fileio import write_bytes_atomic
 from irprof.frameworks import get_all_frameworks
@@ -76,32 +72,30 @@ def demo(
     _fresh_output(output)
 
     console.rule(f"[bold]1/4 capture[/] {chosen.example} under the {framework} profiler")
-    bundle = chosen.capture_run(script, output, **chosen.demo_options)
+    run = capture_model(framework, script, output, **chosen.demo_options)
     shown = RunBundle(output)  # paths as the user wrote them, for the messages
-    manifest = bundle.manifest()
+    manifest = run.manifest()
     console.print(f"IR levels: {', '.join(manifest.ir_levels)}; trace: {manifest.trace_files[0]}")
 
     console.rule("[bold]2/4 correlate and annotate[/]")
-    levels = annotatable_levels(bundle)
+    levels = run.annotatable_levels()
     for level in levels:
-        outcome = annotate_bundle(bundle, level)
+        outcome = run.annotate(level)
         console.print(coverage_line(outcome.coverage), markup=False)
     console.print(f"full coverage reports: irprof annotate {shown.root} --level LEVEL")
 
     console.rule("[bold]3/4 event DAG and report[/]")
-    event_dag = build_event_dag(bundle.trace(), "causal")
-    save_dag_json(event_dag, bundle.dag_path)
-    dag_svg = bundle.root / "dag.svg"
+    event_dag = run.dag("causal").dag
+    save_dag_json(event_dag, run.dag_path)
+    dag_svg = run.root / "dag.svg"
     write_bytes_atomic(dag_svg, DagSvgRenderer(max_nodes=DAG_SVG_NODES).render(event_dag))
-    write_report(bundle)
+    run.report()
 
     console.rule(f"[bold]4/4 hottest ops[/] (level {levels[0]})")
-    loaded = load_annotated_level(bundle, levels[0])
-    table = hotspots(
-        loaded.profiled.ops, by="op", limit=top, profiled_ns=loaded.profiled.profiled_ns
+    view = run.top_view(levels[0], limit=top)
+    console.print(
+        hotspot_rich_table(view.table, view.profiled, script=view.script, title=view.script)
     )
-    source = model_script(bundle, manifest)
-    console.print(hotspot_rich_table(table, loaded.profiled, script=source, title=source))
 
     console.rule("[bold]outputs[/]")
     outputs = [

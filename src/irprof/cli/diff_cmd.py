@@ -9,8 +9,8 @@ import orjson
 import typer
 from rich.console import Console
 
-from irprof.analyses.run_diff import DiffOptions, common_level, diff_runs, load_diff_side
-from irprof.bundle import RunBundle
+from irprof.analyses.run_diff import DiffOptions
+from irprof.api import Run
 from irprof.errors import UsageError
 from irprof.fileio import write_bytes_atomic
 from irprof.renderers.diff_mlir import DiffIR, DiffMlirRenderer
@@ -54,15 +54,14 @@ def diff(
         raise UsageError("--limit must be >= 1")
     if fail_if_slower is not None and fail_if_slower < 0:
         raise UsageError("--fail-if-slower must be a percentage >= 0")
-    bundle_a, bundle_b = RunBundle(run_a), RunBundle(run_b)
-    chosen = level if level is not None else common_level(bundle_a, bundle_b)
-    side_a = load_diff_side(bundle_a, chosen, str(run_a))
-    side_b = load_diff_side(bundle_b, level_b or chosen, str(run_b))
-    result = diff_runs(side_a, side_b, DiffOptions(confidence, resamples, seed))
+    bundle_b = Run(run_b)
+    result = Run(run_a).diff(
+        bundle_b, level, other_level=level_b, options=DiffOptions(confidence, resamples, seed)
+    )
     # Everything is rendered before anything is written: no partial set of outputs.
     mlir_bytes = None
     if output is not None:
-        path = bundle_b.annotated_path(side_b.level)
+        path = bundle_b.annotated_path(result.level_b)
         mlir_bytes = DiffMlirRenderer().render(DiffIR(result, str(path)))
     json_bytes = orjson.dumps(result.to_json(), option=orjson.OPT_INDENT_2) if json_out else None
     console = Console(highlight=False)

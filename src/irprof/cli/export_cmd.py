@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, cast
+from typing import Annotated
 
 import typer
 from rich.console import Console
 
-from irprof.annotation import bundle_framework
-from irprof.bundle import RunBundle
-from irprof.fileio import write_bytes_atomic
-from irprof.registry import load_reference
+from irprof.api import Run
 from irprof.renderers.base import get_export_renderers
 
 
@@ -29,12 +25,7 @@ def export(
     ] = None,
 ) -> None:
     """Export a run: Perfetto (.pftrace), Chrome JSON, Model Explorer node data, MLGO log."""
-    renderer = get_export_renderers().get(to)
-    build_input = cast(Callable[[RunBundle, str | None], Any], load_reference(renderer.input))
-    bundle = RunBundle(run)
-    bundle_framework(bundle)  # a bundle of an unknown stack is not a run irprof wrote
-    data = build_input(bundle, level)
-    write_bytes_atomic(output, renderer.render(data))
+    Run(run).export(to, output, level)
     Console(highlight=False, stderr=True).print(f"{to} export -> {output}", markup=False)
 
 

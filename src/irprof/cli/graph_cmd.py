@@ -8,14 +8,12 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from irprof.analyses.op_graph import OpGraph, OpGraphOptions, build_op_graph
-from irprof.analyses.profiled_ops import profiled_ops_of
+from irprof.analyses.op_graph import OpGraphOptions
+from irprof.api import op_graph
 from irprof.cli.opt_cmd import MaxDigits, MaxMegabytes, MaxNesting, parse_limits
 from irprof.errors import UsageError
 from irprof.fileio import write_bytes_atomic
-from irprof.mlir.context import make_context
-from irprof.mlir.load import load_module
-from irprof.mlir.safe_parse import DEFAULT_LIMITS, ParseLimits, call_with_stack
+from irprof.mlir.safe_parse import DEFAULT_LIMITS
 from irprof.renderers.base import op_graph_renderer_for
 
 
@@ -42,26 +40,20 @@ def graph(
     if not mlir.is_file():
         raise UsageError(f"{mlir}: no such file")
     renderer = op_graph_renderer_for(output)
-    limits = parse_limits(max_nesting, max_digits, max_megabytes)
     options = OpGraphOptions(
         function=function,
         expand=tuple(expand or ()),
         grouping=group,  # type: ignore[arg-type]  # checked above
         max_nodes=max_nodes,
     )
-    # Walking and freeing the module recurse per nesting level: stay on the parse-sized stack.
-    op_graph = call_with_stack(lambda: _graph_of(mlir, options, limits), limits.stack_bytes)
-    write_bytes_atomic(output, renderer.render(op_graph))
+    limits = parse_limits(max_nesting, max_digits, max_megabytes)
+    built = op_graph(mlir, options, limits)
+    write_bytes_atomic(output, renderer.render(built))
     Console(highlight=False, stderr=True).print(
-        f"@{op_graph.function}: {op_graph.op_count} ops -> {len(op_graph.nodes)} nodes "
-        f"({len(op_graph.grouped_scopes)} collapsed scopes) -> {output}",
+        f"@{built.function}: {built.op_count} ops -> {len(built.nodes)} nodes "
+        f"({len(built.grouped_scopes)} collapsed scopes) -> {output}",
         markup=False,
     )
-
-
-def _graph_of(mlir: Path, options: OpGraphOptions, limits: ParseLimits) -> OpGraph:
-    module = load_module(mlir, make_context(), limits=limits)
-    return build_op_graph(module, profiled_ops_of(module, path=str(mlir)), options)
 
 
 def register(app: typer.Typer) -> None:

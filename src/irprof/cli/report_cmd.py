@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Annotated
 
@@ -10,9 +9,7 @@ import typer
 from rich.console import Console
 
 from irprof.analyses.machine_peaks import resolve_peaks
-from irprof.annotation import bundle_framework
 from irprof.api import open_run
-from irprof.api import report as write_report
 from irprof.cli.peak_options import PeakGbpsOption, PeakGflopsOption, PeaksOption
 
 
@@ -38,15 +35,9 @@ def report(
     """Write one static HTML file: summary, hotspots, scopes, rollups, roofline, op graph, DAG,
     coverage gaps (and a diff with --against)."""
     bundle = open_run(run)
-    bundle_framework(bundle)  # a bundle of an unknown stack is not a run irprof wrote
-    if os.path.lexists(bundle.dag_path):  # the report embeds it: same rules as named files
-        bundle.member("dag.json", what="event DAG")
-    other = None
-    if against is not None:
-        other = open_run(against)
-        bundle_framework(other)
+    other = open_run(against) if against is not None else None
     machine = None if no_peaks else resolve_peaks(peaks, peak_gflops, peak_gbps)
-    target = write_report(bundle, output, max_nodes=max_nodes, against=other, peaks=machine)
+    target = bundle.report(output, max_nodes=max_nodes, against=other, peaks=machine)
     levels = ", ".join(bundle.annotated_levels())
     console = Console(highlight=False, stderr=True)
     console.print(

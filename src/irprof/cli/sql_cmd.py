@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.progress import Progress
 
 from irprof.analyses.rank_cluster import ClusterOptions
-from irprof.analyses.sql_views import open_sql
+from irprof.api import open_sql
 from irprof.cli.trace_cmd import (
     PROGRESS_COLUMNS,
     DatasetOption,

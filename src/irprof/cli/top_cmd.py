@@ -8,17 +8,13 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from irprof.analyses.annotated_levels import load_annotated_level, model_script
-from irprof.analyses.hotspots import GROUP_BYS, hotspots
+from irprof.analyses.hotspots import GROUP_BYS
 from irprof.analyses.machine_peaks import resolve_peaks
-from irprof.analyses.roofline import roofline as build_roofline
-from irprof.annotation import bundle_framework
-from irprof.bundle import RunBundle
+from irprof.api import open_run
 from irprof.cli.peak_options import PeakGbpsOption, PeakGflopsOption, PeaksOption
 from irprof.errors import UsageError
 from irprof.fileio import write_bytes_atomic
-from irprof.renderers.coverage_table import capture_overhead_text
-from irprof.renderers.hotspot_table import hotspot_rich_table
+from irprof.renderers.hotspot_table import hotspot_rich_table, top_title
 from irprof.renderers.roofline_svg import RENDERER as ROOFLINE_SVG
 
 
@@ -54,33 +50,27 @@ def top(
         raise UsageError(f"--by {by!r}: expected one of {'|'.join(GROUP_BYS)}")
     if svg is not None and not roofline:
         raise UsageError("--svg draws the roofline: add --roofline")
-    bundle = RunBundle(run)
-    manifest = bundle.manifest()
-    bundle_framework(bundle)  # a bundle of an unknown stack is not a run irprof wrote
-    loaded = load_annotated_level(bundle, level)
-    table = hotspots(
-        loaded.profiled.ops,
+    bundle = open_run(run)
+    machine = resolve_peaks(peaks, peak_gflops, peak_gbps) if roofline else None
+    view = bundle.top_view(
+        level,
         by=by,
         limit=limit,
-        profiled_ns=loaded.profiled.profiled_ns,
         expand_groups=expand_groups,
+        roofline=roofline,
+        peaks=machine,
     )
-    script = model_script(bundle, manifest)
-    title = f"{manifest.framework} · {script} · level {loaded.level} · by {by}"
-    overhead = capture_overhead_text(manifest.options, brief=True)
-    if overhead:
-        title += f" · {overhead}"
-    points = None
-    if roofline:
-        machine = resolve_peaks(peaks, peak_gflops, peak_gbps)
-        points = build_roofline(
-            table, loaded.profiled, loaded.module, level=loaded.level, peaks=machine
-        )
     Console(highlight=False).print(
-        hotspot_rich_table(table, loaded.profiled, script=script, title=title, roofline=points)
+        hotspot_rich_table(
+            view.table,
+            view.profiled,
+            script=view.script,
+            title=top_title(view, bundle.manifest()),
+            roofline=view.roofline,
+        )
     )
-    if svg is not None and points is not None:
-        write_bytes_atomic(svg, ROOFLINE_SVG.render(points))
+    if svg is not None and view.roofline is not None:
+        write_bytes_atomic(svg, ROOFLINE_SVG.render(view.roofline))
         Console(highlight=False, stderr=True).print(f"roofline -> {svg}", markup=False)
 
 

@@ -20,6 +20,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.text import Text
 
+from irprof import api
 from irprof.analyses.rank_cluster import ClusterOptions, Runner, open_runner
 from irprof.analyses.rank_dataset import (
     RankDataset,
@@ -31,9 +32,8 @@ from irprof.analyses.rank_dataset import (
     open_rank_dataset,
 )
 from irprof.analyses.ranks import DEFAULT_STRAGGLER_THRESHOLD, check_threshold, rank_trace_files
-from irprof.analyses.trace_summary import summarize_trace
 from irprof.errors import IrprofError, UsageError
-from irprof.readers import get_all_readers, read_trace
+from irprof.readers import get_all_readers
 from irprof.renderers.trace_summary_tables import rank_table, summary_tables
 
 OUTPUT_SUFFIXES = (".json", ".parquet")  # otherwise -o names a dataset folder
@@ -226,7 +226,7 @@ def summary(
         fresh = failures if is_dataset else (*dataset.failures, *failures)
         raise_failures(fresh, len(ranks.ranks) + len(fresh))
         return
-    result = summarize_trace(read_trace(trace_path, format_name), top=limit)
+    result = api.summarize_trace(trace_path, top=limit, format=format_name)
     for table in summary_tables(result):
         console.print(table)
     for warning in result.warnings:

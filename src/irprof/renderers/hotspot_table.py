@@ -11,6 +11,9 @@ from rich.text import Text
 from irprof.analyses.hotspots import HotspotTable
 from irprof.analyses.profiled_ops import ProfiledModule
 from irprof.analyses.roofline import Roofline, RooflinePoint
+from irprof.analyses.top_view import TopView
+from irprof.bundle import Manifest
+from irprof.renderers.coverage_table import capture_overhead_text
 from irprof.renderers.units import format_ns, format_share, shorten
 
 _KEY_TITLE = {"op": "op (runtime name)", "type": "op kind", "scope": "name scope"}
@@ -125,3 +128,10 @@ def render_text(table: Table, *, width: int = 160) -> str:
     output = console.file
     assert isinstance(output, io.StringIO)
     return output.getvalue()
+
+
+def top_title(view: TopView, manifest: Manifest) -> str:
+    """`irprof top`'s title: framework, script, level, grouping and what profiling cost."""
+    title = f"{manifest.framework} · {view.script} · level {view.level} · by {view.table.by}"
+    overhead = capture_overhead_text(manifest.options, brief=True)
+    return f"{title} · {overhead}" if overhead else title

@@ -215,6 +215,13 @@ class Trace:
         """Row indices in storage order."""
         return iter(range(len(self)))
 
+    def to_arrow(self) -> Any:
+        """The events as a pyarrow Table, one row per event (the Parquet trace's columns: name
+        and kind dictionary-encoded, args as JSON text; tracks and flows in its metadata)."""
+        from irprof.trace.io import trace_to_arrow  # io imports this module; pyarrow is heavy
+
+        return trace_to_arrow(self)
+
     def select(self, rows: I64 | npt.NDArray[np.bool_]) -> Trace:
         """A new Trace holding only `rows` (indices or mask); flows between kept rows survive."""
         index = np.nonzero(rows)[0] if rows.dtype == np.bool_ else np.asarray(rows, np.int64)

@@ -1,4 +1,4 @@
-"""Find and load the annotated IR levels of a run bundle for the views."""
+"""One annotated IR level of a run bundle, loaded for the views (`load_annotated_level`)."""
 
 from __future__ import annotations
 
@@ -61,7 +61,11 @@ def model_script(bundle: RunBundle, manifest: Manifest) -> str:
     """The model script as a path relative to the working directory when it can be found
     (the manifest names it relative to the bundle's parent), else as the manifest names it."""
     candidate = bundle.root.parent / manifest.model
-    if not candidate.is_file():
+    try:
+        found = candidate.is_file()
+    except OSError:  # a name longer than the system allows (ENAMETOOLONG) names no file
+        found = False
+    if not found:
         return manifest.model
     try:
         return os.path.relpath(candidate.resolve())

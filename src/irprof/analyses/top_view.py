@@ -1,0 +1,57 @@
+"""What `irprof top` shows, as data: one level's hotspot table, the ops it was built from, the
+model script its locations point into and, when asked, the roofline of its rows (docs/views.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from irprof.analyses.annotated_level import load_annotated_level, model_script
+from irprof.analyses.hotspots import GroupBy, HotspotTable, hotspots
+from irprof.analyses.machine_peaks import MachinePeaks
+from irprof.analyses.profiled_ops import ProfiledModule
+from irprof.analyses.roofline import Roofline, roofline
+from irprof.bundle import RunBundle
+
+
+@dataclass(frozen=True)
+class TopView:
+    """A hotspot table with what its renderers need beside it."""
+
+    table: HotspotTable
+    profiled: ProfiledModule  # the level's ops: rows point into it by `op_index`
+    script: str  # the model script as the user can open it
+    roofline: Roofline | None  # None unless asked for
+
+    @property
+    def level(self) -> str:
+        """The IR level of the rows."""
+        return self.table.level
+
+
+def load_top_view(
+    bundle: RunBundle,
+    level: str | None = None,
+    *,
+    by: GroupBy = "op",
+    limit: int | None = 20,
+    expand_groups: bool = False,
+    with_roofline: bool = False,
+    peaks: MachinePeaks | None = None,
+) -> TopView:
+    """The hottest rows of an annotated level (default: the first), and their roofline when
+    `with_roofline` (against `peaks`; without them, achieved rates only)."""
+    loaded = load_annotated_level(bundle, level)
+    table = hotspots(
+        loaded.profiled.ops,
+        by=by,
+        limit=limit,
+        profiled_ns=loaded.profiled.profiled_ns,
+        expand_groups=expand_groups,
+        level=loaded.level,
+    )
+    points = None
+    if with_roofline:
+        points = roofline(table, loaded.profiled, loaded.module, level=loaded.level, peaks=peaks)
+    script = model_script(bundle, bundle.manifest())
+    return TopView(table=table, profiled=loaded.profiled, script=script, roofline=points)
