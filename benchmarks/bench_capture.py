@@ -162,6 +162,7 @@ def tf_baselines(script: Path, steps: int) -> tuple[int, int]:
 
     import tensorflow as tf
 
+    from irprof.capture.entry import load_entry
     from irprof.frameworks.tf import runner as tf_runner
 
     # `run_step` (one step, outputs fetched) lives in the runner or its stepping half.
@@ -169,7 +170,7 @@ def tf_baselines(script: Path, steps: int) -> tuple[int, int]:
     holder = holder or importlib.import_module("irprof.frameworks.tf.steps_runner")
     run_step: Callable[[Any, tuple[Any, ...]], None] = holder.run_step
     fn, inputs = tf_runner.resolve_model(
-        tf_runner.load_entry(script, "irprof_model"), mode_of(script)
+        load_entry(script, "irprof_model", module_name=script.stem), mode_of(script)
     )
     for _ in range(2):
         run_step(fn, inputs)

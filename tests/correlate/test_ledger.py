@@ -12,9 +12,9 @@ from iree.compiler import ir
 
 from irprof.bundle import RunBundle
 from irprof.correlate.base import CorrelationOptions
-from irprof.correlate.flops import estimate_flops, share_weights
 from irprof.correlate.ledger import Ledger, split_exact
 from irprof.errors import CorrelationError
+from irprof.mlir.cost_model import estimate_flops, share_weights
 from irprof.mlir.profile_attrs import attach_profile, get_profile, has_profile, strip_profiles
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"

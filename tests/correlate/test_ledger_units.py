@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import pytest
 
-from irprof.correlate.ledger import (
+from irprof.correlate.ledger import Ledger, split_exact
+from irprof.correlate.training import (
     MAX_LISTED_LINKS,
-    Ledger,
     TrainingPhases,
-    split_exact,
     training_brief,
     training_summary,
 )

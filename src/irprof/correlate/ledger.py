@@ -9,20 +9,21 @@ A correlator feeds each profiled event to the ledger exactly once, either with t
   measured total of all its events, the member count and the share basis, so a reader can tell a
   measured time from an estimated share;
 - keeps op -> events and event -> ops, and the unattributed events by name with their reason;
+- gives an event only part of whose work reached ops the rest as unattributed, in one exact
+  split (`record_with_rest`);
+- keeps inclusive views beside the shares: an op that contains work without running it (a call
+  op of the ops reached through it, a launch site of the dispatch it launched) sees that work's
+  time per event (`include`), outside conservation since the time is already recorded;
 - checks time conservation: attributed + unattributed == profiled, to the nanosecond (`close`).
 
-For a training step, `training_summary` sums the ledger by phase (forward, backward, optimizer,
-other, unattributed: they add up to the profiled time) and lists, for every backward op, the
-forward ops it differentiates as the framework linked them (`TrainingPhases`, built by the
-correlator from structure: TF gradient name scopes and def-use, JAX `transpose(jvp(...))` paths).
+A training step's ledger is summed by phase in `correlate.training`.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from irprof.coverage import UnmatchedEvent
 from irprof.errors import CorrelationError
@@ -30,10 +31,6 @@ from irprof.mlir.op_index import OpInfo
 from irprof.opprofile import OpProfileEntry, ProfileData
 
 SHARE_BASES = ("flops", "bytes", "even")
-PHASES = ("forward", "backward", "optimizer", "other")
-# The per-op rows of a training summary: in opprofile.json, left out of coverage.json.
-TRAINING_ROWS = ("backward_by_forward", "unlinked_backward")
-MAX_LISTED_LINKS = 200  # backward -> forward rows kept in the summary, largest first
 
 
 def split_exact(duration: int, weights: Sequence[float]) -> list[int]:
@@ -80,10 +77,23 @@ class OpAccount:
 
 
 @dataclass
+class InclusiveAccount:
+    """What one op contains without running it: per event instance (a trace row), the time of
+    the work reached through it, in float ns until read (a view of shares, not a share)."""
+
+    by_instance: dict[int, float] = field(default_factory=dict)
+    first_ts_ns: int | None = None
+    kernels: dict[str, None] = field(default_factory=dict)
+
+
+@dataclass
 class Ledger:
     """Event -> ops with shares, op -> events, unattributed events with reasons."""
 
     accounts: dict[int, OpAccount] = field(default_factory=lambda: defaultdict(OpAccount))
+    inclusive: dict[int, InclusiveAccount] = field(
+        default_factory=lambda: defaultdict(InclusiveAccount)
+    )
     groups: dict[str, GroupRecord] = field(default_factory=dict)
     unattributed_events: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
     reasons: dict[str, str] = field(default_factory=dict)
@@ -136,6 +146,60 @@ class Ledger:
             account.source = account.source or source
         self.attributed_ns += int(dur_ns)
         return shares
+
+    def record_with_rest(
+        self,
+        event: str,
+        ts_ns: int,
+        dur_ns: int,
+        members: Sequence[int],
+        weights: Sequence[float],
+        rest: tuple[float, str, str],
+        *,
+        basis: str = "even",
+        group: str = "",
+        source: str = "",
+    ) -> list[int]:
+        """Give the part of one event that reached `members` to them and the rest to no op.
+
+        `rest` is (weight of the work no op can be named for, event name, reason): the event is
+        split once over the members' weights and that weight, so the parts add up exactly.
+        """
+        rest_weight, rest_event, rest_reason = rest
+        shares = split_exact(int(dur_ns), [*weights, max(rest_weight, 0.0)])
+        rest_ns = shares.pop()
+        self.unattributed(rest_event, rest_ns, rest_reason)
+        # Integer weights that add up to the duration split back into themselves.
+        return self.record(
+            event, ts_ns, int(dur_ns) - rest_ns, members, weights=shares, basis=basis,
+            group=group, source=source,
+        )  # fmt: skip
+
+    def include(self, position: int, instance: int, event: str, ts_ns: int, ns: float) -> None:
+        """Show op `position` `ns` of event `instance` (its trace row) inclusively: the op holds
+        work it does not run itself (a call op, a dispatch's launch site). Not attributed time."""
+        account = self.inclusive[position]
+        account.by_instance[instance] = account.by_instance.get(instance, 0.0) + ns
+        if account.first_ts_ns is None or ts_ns < account.first_ts_ns:
+            account.first_ts_ns = int(ts_ns)
+        account.kernels[event] = None
+
+    def inclusive_data(
+        self, position: int, profiled_ns: int, *, source: str, with_own: bool = False
+    ) -> ProfileData:
+        """The op's inclusive view as ProfileData: one duration per event instance, rounded to
+        the nearest ns (half to even); `with_own` adds the op's own shares."""
+        account = self.inclusive[position]
+        durations = [round(account.by_instance[i]) for i in sorted(account.by_instance)]
+        if with_own and position in self.accounts:
+            durations += self.accounts[position].durations
+        return ProfileData.from_durations(
+            durations,
+            account.first_ts_ns or 0,
+            profiled_ns,
+            kernels=sorted(account.kernels),
+            source=source,
+        )
 
     def unattributed(self, event: str, dur_ns: int, reason: str) -> None:
         """An event (or a share of one) that reached no op, and why."""
@@ -207,8 +271,8 @@ class Ledger:
         location_of: Callable[[OpInfo], str],
         name_of: Callable[[int], str] | None = None,
         skip: Iterable[int] = (),
-    ) -> list[OpProfileEntry]:
-        """One OpProfile entry per annotated op, in walk order."""
+    ) -> dict[int, OpProfileEntry]:
+        """Position -> OpProfile entry of every annotated op, in walk order."""
         skipped = set(skip)
 
         def default_name(position: int) -> str:
@@ -216,8 +280,8 @@ class Ledger:
             return info.keys.name or info.op_name
 
         name = name_of or default_name
-        return [
-            OpProfileEntry(
+        return {
+            position: OpProfileEntry(
                 infos[position].key,
                 self.profile_data(position, profiled_ns, name),
                 infos[position].op_name,
@@ -225,7 +289,7 @@ class Ledger:
             )
             for position in sorted(self.accounts)
             if position not in skipped
-        ]
+        }
 
     def totals(self) -> dict[str, int]:
         """Ledger figures for `OpProfile.totals` and `Coverage.extra`."""
@@ -235,79 +299,3 @@ class Ledger:
             "estimated_ns": self.estimated_ns,
             "groups": len(self.groups),
         }
-
-
-@dataclass(frozen=True)
-class TrainingPhases:
-    """A training step's structure: each op's phase and each backward op's forward ops.
-
-    phase_of:   position -> one of PHASES (ops left out count as "other")
-    forward_of: backward position -> the forward ops it differentiates (several when the
-                framework links it only to a scope or a source expression, never guessed
-                down to one; a correlator may leave out ops that cannot do work)
-    unlinked:   backward position -> why no forward op could be named
-    """
-
-    phase_of: Mapping[int, str]
-    forward_of: Mapping[int, tuple[int, ...]]
-    unlinked: Mapping[int, str]
-
-
-def training_summary(
-    ledger: Ledger, phases: TrainingPhases, name_of: Callable[[int], str]
-) -> dict[str, Any]:
-    """Time per phase (adds up to the ledger's total) and backward time per forward op set."""
-    phase_ns = dict.fromkeys(PHASES, 0)
-    estimated_ns = dict.fromkeys(PHASES, 0)
-    op_ns: dict[int, int] = {}
-    for position, account in ledger.accounts.items():
-        phase = phases.phase_of.get(position, "other")
-        if phase not in phase_ns:
-            raise CorrelationError(f"op {name_of(position)!r}: unknown phase {phase!r}")
-        op_ns[position] = sum(account.durations)
-        phase_ns[phase] += op_ns[position]
-        estimated_ns[phase] += sum(account.groups.values())
-    by_forward: dict[tuple[int, ...], list[int]] = {}
-    for backward, forward in phases.forward_of.items():
-        by_forward.setdefault(tuple(sorted(forward)), []).append(backward)
-    ranked = sorted(
-        by_forward.items(),
-        key=lambda item: (-sum(op_ns.get(p, 0) for p in item[1]), [name_of(p) for p in item[0]]),
-    )
-    links = [
-        {
-            "forward": [name_of(p) for p in forward],
-            "forward_ns": sum(op_ns.get(p, 0) for p in forward),
-            "backward_ns": sum(op_ns.get(p, 0) for p in backward),
-            "backward_ops": [name_of(p) for p in sorted(backward)],
-        }
-        for forward, backward in ranked
-    ]
-    unlinked = [
-        {"op": name_of(p), "ns": op_ns.get(p, 0), "reason": reason}
-        for p, reason in sorted(
-            phases.unlinked.items(), key=lambda item: (-op_ns.get(item[0], 0), name_of(item[0]))
-        )
-    ]
-    linked_ns = sum(op_ns.get(p, 0) for p in phases.forward_of)
-    return {
-        # The same record as PyTorch's (`frameworks/torch/training.py`): `phases_ns` adds up to
-        # the profiled time; here every phase is IR ops, so a phase's profiled time is its
-        # attributed time (events no op received have no phase: `unattributed`) and no phase is
-        # a bucket of its own.
-        "phases_ns": {**phase_ns, "unattributed": ledger.unattributed_ns},
-        "phases_profiled_ns": dict(phase_ns),
-        "buckets": [],
-        "phases_estimated_ns": estimated_ns,
-        "backward_linked_ns": linked_ns,
-        "backward_unlinked_ns": phase_ns["backward"] - linked_ns,
-        "backward_ops": len(phases.forward_of) + len(phases.unlinked),
-        "backward_ops_linked": len(phases.forward_of),
-        "backward_by_forward": links[:MAX_LISTED_LINKS],
-        "unlinked_backward": unlinked[:MAX_LISTED_LINKS],
-    }
-
-
-def training_brief(summary: dict[str, Any]) -> dict[str, Any]:
-    """A training summary without its per-op rows, for `coverage.json`."""
-    return {key: value for key, value in summary.items() if key not in TRAINING_ROWS}

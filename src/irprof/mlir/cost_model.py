@@ -109,6 +109,18 @@ def _tensor_shapes(op: ir.Operation) -> list[Shape | None]:
     return [shape_of(value.type) for value in op.operands if is_tensor(value.type)]
 
 
+def matmul_flops(out_elements: int, contracted: int) -> int:
+    """A matrix product's FLOPs: a multiply and an add per output element and contracted one
+    (2*M*N*K). Shared with XLA's `dot` instructions (`frameworks/jax/hlo.instruction_flops`)."""
+    return 2 * out_elements * contracted
+
+
+def conv_flops(points: int, per_point: int) -> int:
+    """A convolution's FLOPs: a multiply and an add per output point and filter element feeding
+    it. Shared with XLA's `convolution` instructions."""
+    return 2 * points * per_point
+
+
 def _io_bytes(op: ir.Operation) -> int | None:
     return sum_bytes([*op.operands, *op.results])
 
@@ -239,7 +251,8 @@ def _matmul(op: ir.Operation) -> OpCost:
     extra = max(0, len(shapes) - 2 - first_index) + (1 if first_index else 0)
     if op.name.startswith("tosa."):
         extra = 1 if kind == "fully_connected" and len(shapes) > 2 else 0
-    return _with_flops(op, 2 * elements(out) * contracted + extra * elements(out), "matmul")
+    flops = matmul_flops(elements(out), contracted) + extra * elements(out)
+    return _with_flops(op, flops, "matmul")
 
 
 def _stablehlo_kernel_out(op: ir.Operation, kernel: Shape) -> int | None:
@@ -284,7 +297,7 @@ def _conv(op: ir.Operation) -> OpCost:
     points, per_point = macs
     # TF's fused convolutions take their bias/activation inputs as extra tensors.
     extra = max(0, len(shapes) - 2) if kind.startswith("_fused") else 0
-    return _with_flops(op, 2 * points * per_point + extra * points, "conv")
+    return _with_flops(op, conv_flops(points, per_point) + extra * points, "conv")
 
 
 def _linalg_category(op: ir.Operation, body_ops: int) -> str:

@@ -1,7 +1,9 @@
 """Ops of a module with their correlation keys, and the index that finds ops by `OpKey`.
 
 `derive_op_infos`/`derive_op_keys` walk a module once (pre-order) and give every op the keys of
-`irprof.mlir.keys`; `OpIndex` answers "which ops does this opprofile entry designate".
+`irprof.mlir.keys`; `OpIndex` answers "which ops does this opprofile entry designate". It is the
+one op index: a correlator that needs more (TF runtime names, JAX's HLO identities) extends it
+(`frameworks/tf/graph.TfOpIndex`, `frameworks/jax/ir_index.JaxOpIndex`).
 """
 
 from __future__ import annotations
@@ -153,6 +155,11 @@ class OpIndex:
     def of_module(module: ir.Module | ir.Operation) -> OpIndex:
         """Index every op of `module`."""
         return OpIndex(derive_op_keys(module))
+
+    @staticmethod
+    def of_infos(infos: Sequence[OpInfo]) -> OpIndex:
+        """Index ops already derived with `derive_op_infos`."""
+        return OpIndex([(info.op, info.key) for info in infos])
 
     def __len__(self) -> int:
         return len(self._ops)

@@ -16,7 +16,7 @@ from irprof.frameworks.jax.attribution import plan_kernel, thunk_events
 from irprof.frameworks.jax.correlate import correlate_program
 from irprof.frameworks.jax.hlo import HloInstructionInfo, HloModuleInfo, decode_hlo_proto
 from irprof.frameworks.jax.hlo_proto import hlo_pb2
-from irprof.frameworks.jax.ir_index import IrOpIndex
+from irprof.frameworks.jax.ir_index import JaxOpIndex
 from irprof.mlir.context import make_context
 from irprof.mlir.load import parse_module
 from irprof.mlir.op_index import derive_op_infos
@@ -329,7 +329,7 @@ def test_data_movement_fusion_is_shared_by_elements_written() -> None:
     program = HloModuleInfo(
         "jit_g", 1, {"f.1": fusion, **members}, {"main": ("f.1",), "f": tuple(members)}
     )
-    index = IrOpIndex(derive_op_infos(parse_module(MOVES, make_context())))
+    index = JaxOpIndex(derive_op_infos(parse_module(MOVES, make_context())))
     plan = plan_kernel(program, index, "f.1", "flops")
     shares = {instruction: fraction for fraction, _, instruction in plan.shares}
     assert shares == {"transpose.1": 0.75, "copy.1": 0.25, "bitcast.1": 0.0}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from irprof.frameworks.jax.hlo import decode_hlo_proto, estimate_flops, parse_hlo_text
+from irprof.frameworks.jax.hlo import decode_hlo_proto, instruction_flops, parse_hlo_text
 from irprof.frameworks.jax.hlo_proto import hlo_pb2
 
 HLO_TEXT = """HloModule jit_g, entry_computation_layout={(f32[4,8]{1,0})->f32[4,4]{1,0}}
@@ -98,5 +98,6 @@ def test_text_without_header_is_refused() -> None:
 
 def test_convolution_flops_count_the_window_per_output() -> None:
     """GIVEN a 3x3x1->8 kernel and 16x28x28x8 outputs THEN 2 * outputs * 9 FLOPs."""
-    flops = estimate_flops("convolution", 16 * 28 * 28 * 8, [(16, 28, 28, 1), (3, 3, 1, 8)], (), 3)
+    outputs = 16 * 28 * 28 * 8
+    flops = instruction_flops("convolution", outputs, [(16, 28, 28, 1), (3, 3, 1, 8)], (), 3)
     assert flops == 2 * 16 * 28 * 28 * 8 * 9

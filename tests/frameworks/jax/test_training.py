@@ -16,7 +16,7 @@ from irprof.correlate.base import CorrelationOptions, CorrelationResult
 from irprof.frameworks.jax.attribution import plan_kernel
 from irprof.frameworks.jax.correlate import CORRELATOR
 from irprof.frameworks.jax.hlo import HloInstructionInfo, HloModuleInfo
-from irprof.frameworks.jax.ir_index import IrOpIndex
+from irprof.frameworks.jax.ir_index import JaxOpIndex
 from irprof.frameworks.jax.orphans import OrphanResolver
 from irprof.frameworks.jax.training import phase_of_name, training_phases, unwrap_transpose
 from irprof.mlir.context import make_context
@@ -93,7 +93,7 @@ def test_the_weight_gradient_convolution_is_measured_and_linked(result: Correlat
 
 def test_the_sgd_update_is_the_optimizer_phase() -> None:
     bundle = RunBundle(TRAIN_RUN)  # keeps the module (and the ops the index holds) alive
-    index = IrOpIndex(derive_op_infos(bundle.ir("stablehlo")))
+    index = JaxOpIndex(derive_op_infos(bundle.ir("stablehlo")))
     phases = training_phases(index)
     assert phases is not None
     by_name = {
@@ -141,11 +141,11 @@ def _instruction(
 MODULES: list[object] = []  # the parsed modules outlive the tests: the indexes hold their ops
 
 
-def dots_index() -> IrOpIndex:
+def dots_index() -> JaxOpIndex:
     """An index of DOTS whose module stays alive."""
     module = parse_module(DOTS, make_context())
     MODULES.append(module)
-    return IrOpIndex(derive_op_infos(module))
+    return JaxOpIndex(derive_op_infos(module))
 
 
 def _program(*instructions: HloInstructionInfo) -> HloModuleInfo:

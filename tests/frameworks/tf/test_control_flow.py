@@ -12,7 +12,7 @@ from irprof.bundle import RunBundle
 from irprof.correlate.base import CorrelationOptions, CorrelationResult
 from irprof.frameworks.tf.correlate import CORRELATOR
 from irprof.frameworks.tf.coverage import NEVER_RAN
-from irprof.frameworks.tf.graph import ModuleView
+from irprof.frameworks.tf.graph import TfOpIndex
 from irprof.opprofile import OpProfileEntry
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "tf"
@@ -29,7 +29,7 @@ def by_name(result: CorrelationResult) -> dict[str, OpProfileEntry]:
 def test_lowered_branch_nodes_resolve_into_the_branch_functions() -> None:
     """GIVEN runtime names `cond/then/_0/<node>` THEN the node of the If's then_branch."""
     bundle = RunBundle(FIXTURES / "cond")
-    view = ModuleView.of(bundle.ir("tf"))
+    view = TfOpIndex.of(bundle.ir("tf"))
     (if_op,) = view.resolve("cond")
     then_function = view.branches_of[if_op]["then"]
     (position,) = view.resolve("cond/then/_0/cond/wide_1/MatMul")

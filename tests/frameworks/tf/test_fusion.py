@@ -11,7 +11,7 @@ from irprof.bundle import RunBundle
 from irprof.correlate.base import CorrelationOptions
 from irprof.frameworks.tf.correlate import CORRELATOR
 from irprof.frameworks.tf.fusion import ExecutedGraph, ExecutedNode, Membership
-from irprof.frameworks.tf.graph import ModuleView
+from irprof.frameworks.tf.graph import TfOpIndex
 from irprof.opprofile import OpProfileEntry
 from irprof.trace.model import EventKind
 
@@ -78,18 +78,18 @@ def node(name: str, op: str, *inputs: str) -> ExecutedNode:
     return ExecutedNode(name, op, (), tuple(inputs))
 
 
-def membership(nodes: list[ExecutedNode]) -> tuple[Membership, ModuleView]:
+def membership(nodes: list[ExecutedNode]) -> tuple[Membership, TfOpIndex]:
     graph = ExecutedGraph({n.name: n for n in nodes}, "test")
     for item in nodes:
         for producer in item.inputs:
             graph.consumers[producer].append(item.name)
     context = ir.Context()
     context.allow_unregistered_dialects = True
-    view = ModuleView.of(ir.Module.parse(SYNTHETIC, context))
+    view = TfOpIndex.of(ir.Module.parse(SYNTHETIC, context))
     return Membership.build(view, graph), view
 
 
-def names(view: ModuleView, positions: list[int]) -> list[str | None]:
+def names(view: TfOpIndex, positions: list[int]) -> list[str | None]:
     return [view.infos[p].keys.name for p in positions]
 
 

@@ -19,7 +19,7 @@ from iree.compiler import ir
 from irprof.bundle import RunBundle
 from irprof.errors import BundleError
 from irprof.frameworks.tf.fusion import MAX_MEMBERS, ExecutedGraph, ExecutedNode, Membership
-from irprof.frameworks.tf.graph import ModuleView
+from irprof.frameworks.tf.graph import TfOpIndex
 from irprof.mlir.context import make_context
 
 T = "tensor<4xf32>"
@@ -59,21 +59,21 @@ def node(name: str, kind: str, *inputs: str, fused: tuple[str, ...] = ()) -> Exe
 
 def build(
     lines: list[str], result: str, nodes: list[ExecutedNode], folded: tuple[str, ...] = ()
-) -> tuple[Membership, ModuleView]:
+) -> tuple[Membership, TfOpIndex]:
     """Membership of `nodes` (in this order) over the module of `lines`."""
     graph = ExecutedGraph({n.name: n for n in nodes}, "test", folded=set(folded))
     for item in nodes:
         for producer in item.inputs:
             graph.consumers[producer].append(item.name)
-    view = ModuleView.of(ir.Module.parse(module(lines, result), make_context()))
+    view = TfOpIndex.of(ir.Module.parse(module(lines, result), make_context()))
     return Membership.build(view, graph), view
 
 
-def names(view: ModuleView, positions: list[int]) -> list[str | None]:
+def names(view: TfOpIndex, positions: list[int]) -> list[str | None]:
     return [view.infos[p].keys.name for p in positions]
 
 
-def at(view: ModuleView, name: str) -> int:
+def at(view: TfOpIndex, name: str) -> int:
     """Position of the only op named `name`."""
     (position,) = view.by_name[name]
     return position

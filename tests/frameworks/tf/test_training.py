@@ -14,7 +14,7 @@ import pytest
 from irprof.bundle import RunBundle
 from irprof.correlate.base import CorrelationOptions
 from irprof.frameworks.tf.correlate import CORRELATOR
-from irprof.frameworks.tf.graph import ModuleView
+from irprof.frameworks.tf.graph import TfOpIndex
 from irprof.frameworks.tf.training import is_gradient_name, training_phases
 from irprof.mlir.context import make_context
 from irprof.mlir.load import parse_module
@@ -63,7 +63,7 @@ def test_gradient_ops_link_to_the_op_they_differentiate(gradient: str, forward: 
     """GIVEN `ReluGrad` in scope `conv_1`, which also holds the conv and its bias add THEN the
     def-use edge (it reads the Relu's output) picks the Relu; the others by their own scope."""
     bundle = RunBundle(TRAIN)
-    view = ModuleView.of(bundle.ir("tf-standard"))
+    view = TfOpIndex.of(bundle.ir("tf-standard"))
     phases = training_phases(view)
     assert phases is not None
     (position,) = view.resolve(gradient)
@@ -75,7 +75,7 @@ def test_gradient_ops_link_to_the_op_they_differentiate(gradient: str, forward: 
 
 def test_optimizer_and_counter_are_told_apart_from_the_model() -> None:
     bundle = RunBundle(TRAIN)
-    view = ModuleView.of(bundle.ir("tf-standard"))
+    view = TfOpIndex.of(bundle.ir("tf-standard"))
     phases = training_phases(view)
     assert phases is not None
     by_name = {view.infos[p].keys.name: phase for p, phase in phases.phase_of.items()}
@@ -117,7 +117,7 @@ def test_scope_links_by_def_use_else_name_every_candidate() -> None:
     MatMul gradient its own scope's MatMul, a `mul` touching no forward value all three (never
     one guessed), and a gradient of a scope with no forward op is unlinked with a reason."""
     module = parse_module(SCOPES, make_context())
-    view = ModuleView.of(module)
+    view = TfOpIndex.of(module)
     phases = training_phases(view)
     assert phases is not None
 

@@ -17,12 +17,14 @@ Dispatches no export matches, and work whose op carries no origin, are unattribu
 
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
 
 from irprof.bundle import RunBundle
 from irprof.correlate.base import CorrelationOptions, CorrelationResult
+from irprof.correlate.finish import finish_level
+from irprof.correlate.ledger import Ledger
 from irprof.correlate.payload import payload_owners
-from irprof.coverage import UnmatchedEvent
 from irprof.errors import BundleError, CorrelationError
 from irprof.frameworks.iree.absorbed import MissingOps, absorb_into_plans, classify_missing
 from irprof.frameworks.iree.dispatch import DispatchPlan, plan_dispatches
@@ -35,9 +37,8 @@ from irprof.frameworks.iree.reasons import (
 from irprof.frameworks.iree.sites import SiteMap, assign_rows, launch_sites, region_plans
 from irprof.mlir.context import make_context
 from irprof.mlir.load import load_module
-from irprof.mlir.module_coverage import coverage_for
 from irprof.mlir.op_index import OpInfo, derive_op_infos
-from irprof.opprofile import OpKey, OpProfile, OpProfileEntry, ProfileData
+from irprof.opprofile import OpKey, OpProfileEntry
 from irprof.trace.model import EventKind, Trace
 
 FLOW = "flow"
@@ -91,7 +92,7 @@ class IreeCorrelator:
         if level != FLOW:
             missing = _absorb(source_infos, plans, sites, named, functions)
         infos = flow_infos if level == FLOW else source_infos
-        return _correlate(
+        return _correlate_dispatches(
             trace,
             rows,
             plans,
@@ -172,7 +173,7 @@ def _site_map(
     return SiteMap(sites, plans, of_row, module, region_infos, [*region_notes, *notes])
 
 
-def _correlate(
+def _correlate_dispatches(
     trace: Trace,
     rows: list[int],
     plans: dict[str, DispatchPlan],
@@ -184,18 +185,18 @@ def _correlate(
     steps: int,
     source_trace: str,
 ) -> CorrelationResult:
+    """Every dispatch event to the `Ledger`: shared by work over its ops (the part of the work
+    no op carries an origin for is unattributed), and inclusively to its launch site (flow) or
+    to the call ops its source ops were inlined through."""
     is_flow = level == FLOW
-    op_time: dict[int, dict[int, float]] = defaultdict(dict)
-    inclusive: dict[int, dict[int, float]] = defaultdict(dict)
-    members: dict[int, set[str]] = defaultdict(set)  # position -> dispatch groups it ran in
-    shares: dict[int, dict[str, float]] = defaultdict(dict)
-    unmatched: dict[str, UnmatchedEvent] = {}
+    ledger = Ledger()
+    work_shares: dict[int, dict[str, float]] = defaultdict(dict)  # for each op's `source` text
     located = _located_targets(infos) if is_flow else {}
-    profiled = attributed = 0.0
+    profiled_ns = 0
     for row in rows:
         key = trace.name_of(row)
-        duration = int(trace.dur_ns[row])
-        profiled += duration
+        duration, ts = int(trace.dur_ns[row]), int(trace.ts_ns[row])
+        profiled_ns += duration
         site = sites.of_row.get(row)
         plan = plans.get(key)
         if not is_flow and site is not None and plan is not None:
@@ -207,60 +208,56 @@ def _correlate(
                 if plan is None
                 else "no compute op of the dispatch carries a source origin"
             )
-            _add_unmatched(unmatched, key, duration, why)
+            ledger.unattributed(key, duration, why)
             continue
+        positions = list(weights)
         resolved = sum(weights.values())
-        attributed += duration * resolved / total
+        # The group is one launch site's dispatch (an executable's, at the flow level).
+        group = key if is_flow or site is None else f"{key}@{site}"
         if resolved < total:
-            _add_unmatched(
-                unmatched,
+            rest = (
+                total - resolved,
                 f"{key} (unstamped part)",
-                round(duration * (1 - resolved / total)),
                 "compute ops without an origin stamp in their location",
             )
+            ledger.record_with_rest(
+                key, ts, duration, positions, [weights[p] for p in positions], rest,
+                basis="flops", group=group,
+            )  # fmt: skip
+        else:
+            ledger.record(
+                key, ts, duration, positions, weights=[weights[p] for p in positions],
+                basis="flops", group=group,
+            )  # fmt: skip
         for position, weight in weights.items():
-            op_time[position][row] = op_time[position].get(row, 0.0) + duration * weight / total
-            # The group is one launch site's dispatch (an executable's, at the flow level).
-            members[position].add(key if is_flow or site is None else f"{key}@{site}")
-            shares[position][key] = weight / total
+            work_shares[position][key] = weight / total
         for position, weight in calls.items():
             # Outer stamps also name the enclosing function ops; only call ops get inclusive time.
             if infos[position].op_name.endswith("call"):
-                inclusive[position][row] = duration * weight / total
+                ledger.include(position, row, key, ts, duration * weight / total)
         if is_flow:
             # The launch that ran it; without one, its sites share it evenly.
             launched = [site] if site is not None else sites.sites.get(key, [])
             for position in launched:
-                inclusive[position][row] = duration / len(launched)
-    profiled_ns = int(profiled)
-    positioned = _entries(
-        trace, infos, op_time, inclusive, members, shares, profiled_ns, level, source_ops[1]
-    )
-    entries = [entry for _, entry in positioned]
-    annotated = {position for position, _ in positioned}
+                ledger.include(position, row, key, ts, duration / len(launched))
+    entries = _dispatch_entries(infos, ledger, work_shares, profiled_ns, level, source_ops[1])
     reasons, not_executed = (
-        flow_reasons(flow_infos, plans, annotated)
+        flow_reasons(flow_infos, plans, set(entries))
         if is_flow
-        else source_reasons(infos, annotated, {trace.name_of(row) for row in rows}, *source_ops)
+        else source_reasons(infos, set(entries), {trace.name_of(row) for row in rows}, *source_ops)
     )
-    coverage = coverage_for(
-        [(info.op, info.key) for info in infos],
-        annotated,
+    return finish_level(
+        ledger,
+        infos,
+        entries,
         level=level,
+        framework="iree",
         profiled_ns=profiled_ns,
-        attributed_ns=round(attributed),
-        unmatched_events=list(unmatched.values()),
+        where=f"{source_trace} -> {level}",
         reasons=reasons,
         not_executed=not_executed,
         warnings=[*trace.warnings, *sites.notes],
-    )
-    opprofile = OpProfile(
-        level=level,
-        framework="iree",
-        entries=tuple(entries),
         totals={
-            "profiled_ns": profiled_ns,
-            "attributed_ns": round(attributed),
             "steps": steps,
             "dispatch_events": len(rows),
             "dispatches": len({trace.name_of(row) for row in rows}),
@@ -268,7 +265,6 @@ def _correlate(
         },
         source_trace=source_trace,
     )
-    return CorrelationResult(opprofile, coverage)
 
 
 def _weights(
@@ -310,49 +306,31 @@ def _located_targets(infos: list[OpInfo]) -> dict[int, int]:
     return targets
 
 
-def _add_unmatched(table: dict[str, UnmatchedEvent], name: str, ns: int, reason: str) -> None:
-    old = table.get(name)
-    count = old.count + 1 if old else 1
-    total = (old.total_ns if old else 0) + ns
-    table[name] = UnmatchedEvent(name, total, count, reason)
-
-
 def _label(info: OpInfo, position: int) -> str:
     return info.key.name or f"{info.op_name}#{position}"
 
 
-def _entries(
-    trace: Trace,
+def _dispatch_entries(
     infos: list[OpInfo],
-    op_time: dict[int, dict[int, float]],
-    inclusive: dict[int, dict[int, float]],
-    members: dict[int, set[str]],
-    shares: dict[int, dict[str, float]],
+    ledger: Ledger,
+    work_shares: dict[int, dict[str, float]],
     profiled_ns: int,
     level: str,
     missing: MissingOps,
-) -> list[tuple[int, OpProfileEntry]]:
-    """(position, entry) per op with time; ops whose key names nothing are left out."""
-    by_dispatch: dict[str, set[int]] = defaultdict(set)
-    for position, keys in members.items():
-        for key in keys:
-            by_dispatch[key].add(position)
-    entries: list[tuple[int, OpProfileEntry]] = []
-    for position in sorted(set(op_time) | set(inclusive)):
+) -> dict[int, OpProfileEntry]:
+    """Position -> entry of every op with time (its shares, else its inclusive view); ops
+    whose key names nothing are left out."""
+    entries: dict[int, OpProfileEntry] = {}
+    for position in sorted(set(ledger.accounts) | set(ledger.inclusive)):
         info = infos[position]
         if info.key.name is None and info.key.source is None and info.key.origin is None:
             continue  # an ordinal alone would designate every op
-        if position in op_time:
-            times = op_time[position]
-            fused = {
-                _label(infos[other], other)
-                for key in members[position]
-                for other in by_dispatch[key]
-                if other != position
-            }
+        if position in ledger.accounts:
             source = (
                 "iree:"
-                + ", ".join(f"{key} {share:.1%}" for key, share in sorted(shares[position].items()))
+                + ", ".join(
+                    f"{key} {share:.1%}" for key, share in sorted(work_shares[position].items())
+                )
                 + f" ({SHARE_BASIS})"
             )
             if position in missing.absorbed:
@@ -363,34 +341,29 @@ def _entries(
                     f"; absorbed into {consumers}: no IREE op carries its location, its work "
                     "is estimated from its shapes"
                 )
-        else:
-            times = inclusive[position]
-            fused = set()
-            source = f"iree:inclusive ({'dispatch launch' if level == FLOW else 'call'})"
-        ordered = sorted(times)
-        durations = [round(times[row]) for row in ordered]
-        entries.append(
-            (
-                position,
-                OpProfileEntry(
-                    key=OpKey(
-                        name=info.key.name,
-                        source=info.key.source,
-                        origin=info.key.origin,
-                        ordinal=info.key.ordinal,
-                    ),
-                    data=ProfileData.from_durations(
-                        durations,
-                        min(int(trace.ts_ns[row]) for row in ordered),
-                        profiled_ns,
-                        kernels=sorted({trace.name_of(row) for row in ordered}),
-                        fused_with=sorted(fused - {_label(info, position)}),
-                        source=source,
-                    ),
-                    op_name=info.op_name,
-                    location=" <- ".join(info.keys.chain[:2]),
-                ),
+            data = ledger.profile_data(position, profiled_ns, lambda p: _label(infos[p], p))
+            data = dataclasses.replace(
+                data,
+                kernels=tuple(sorted(set(data.kernels))),
+                fused_with=tuple(sorted(set(data.fused_with) - {_label(info, position)})),
+                source=source,
             )
+        else:
+            data = ledger.inclusive_data(
+                position,
+                profiled_ns,
+                source=f"iree:inclusive ({'dispatch launch' if level == FLOW else 'call'})",
+            )
+        entries[position] = OpProfileEntry(
+            key=OpKey(
+                name=info.key.name,
+                source=info.key.source,
+                origin=info.key.origin,
+                ordinal=info.key.ordinal,
+            ),
+            data=data,
+            op_name=info.op_name,
+            location=" <- ".join(info.keys.chain[:2]),
         )
     return entries
 

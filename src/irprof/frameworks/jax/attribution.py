@@ -2,10 +2,10 @@
 
 XLA:CPU emits one trace event per thunk, named after its HLO instruction (`hlo_op` argument).
 A thunk for a fusion runs every instruction of the fused computation; each instruction maps to
-IR ops through `IrOpIndex`. The thunk's time is split by the fused-time rule:
+IR ops through `JaxOpIndex`. The thunk's time is split by the fused-time rule:
 
 - `flops` (the default): each member instruction gets time in proportion to its estimated FLOPs
-  (`hlo.estimate_flops`: 2*M*N*K for dot, 2*out*window for convolution, input elements for
+  (`hlo.instruction_flops`: 2*M*N*K for dot, 2*out*window for convolution, input elements for
   reductions, output elements for elementwise ops, 0 for data movement such as broadcast or
   bitcast). Members that reach no IR op are left out of the proportion. A fusion that only
   moves data (transpose, copy, slice: all members 0 FLOPs) is shared in proportion to the
@@ -17,7 +17,7 @@ A member with a zero share still records the kernel on its ops (count, `kernels`
 the op ran inside that thunk, its cost is accounted to the arithmetic it feeds.
 
 An instruction's share is split evenly among the IR ops it reaches (several ops can carry the
-same name and source; direct opcode translations are preferred, see `IrOpIndex.refine`). The call
+same name and source; direct opcode translations are preferred, see `JaxOpIndex.refine`). The call
 ops an instruction was inlined through receive the same share as an inclusive total.
 
 Kernels XLA built without op metadata (a weight-gradient convolution, the layout copies that
@@ -44,7 +44,7 @@ import numpy as np
 
 from irprof.correlate.ledger import Ledger
 from irprof.frameworks.jax.hlo import HloInstructionInfo, HloModuleInfo
-from irprof.frameworks.jax.ir_index import IrOpIndex, IrTarget
+from irprof.frameworks.jax.ir_index import IrTarget, JaxOpIndex
 from irprof.frameworks.jax.orphans import OrphanResolver
 from irprof.trace.model import Trace
 
@@ -77,12 +77,11 @@ class KernelPlan:
 
 @dataclass
 class Attribution:
-    """The shared ledger (event time over ops), plus what only XLA knows: the instructions
-    each op ran in and the inclusive time of the call ops an instruction was inlined through
-    (a view of the same time, outside the ledger's conservation)."""
+    """The shared ledger (event time over ops, and the inclusive time of the call ops an
+    instruction was inlined through), plus what only XLA knows: the instructions each op ran
+    in."""
 
     ledger: Ledger = field(default_factory=Ledger)
-    call_time: dict[int, dict[int, float]] = field(default_factory=lambda: defaultdict(dict))
     op_instructions: dict[int, set[str]] = field(default_factory=lambda: defaultdict(set))
 
 
@@ -166,7 +165,7 @@ def _find_end(
 
 def plan_kernel(
     program: HloModuleInfo,
-    index: IrOpIndex,
+    index: JaxOpIndex,
     hlo_op: str,
     rule: str,
     orphans: OrphanResolver | None = None,
@@ -214,8 +213,8 @@ def plan_kernel(
     )
 
 
-def attribute(
-    events: Sequence[ThunkEvent], program: HloModuleInfo, index: IrOpIndex, rule: str
+def attribute_thunks(
+    events: Sequence[ThunkEvent], program: HloModuleInfo, index: JaxOpIndex, rule: str
 ) -> Attribution:
     """Share every thunk event's time among IR ops by the fused-time `rule`."""
     if rule not in FUSED_TIME_RULES:
@@ -238,9 +237,8 @@ def attribute(
                 weights[target.position] += per_target
                 result.op_instructions[target.position].add(instruction)
                 for call in target.via_calls:
-                    call_times = result.call_time[call]
-                    call_times[event.row] = (
-                        call_times.get(event.row, 0.0) + event.dur_ns * per_target
+                    result.ledger.include(
+                        call, event.row, event.name, event.ts_ns, event.dur_ns * per_target
                     )
         positions = list(weights)
         result.ledger.record(
@@ -249,10 +247,3 @@ def attribute(
             group=f"xla:{event.hlo_op}", source=event.hlo_op,
         )  # fmt: skip
     return result
-
-
-def rounded(times: dict[int, float]) -> tuple[list[int], list[int]]:
-    """(rows, integer ns) of a row -> float-ns mapping, in row order."""
-    rows = sorted(times)
-    values = np.rint(np.array([times[r] for r in rows], dtype=np.float64)).astype(np.int64)
-    return rows, [int(v) for v in values]

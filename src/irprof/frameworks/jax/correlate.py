@@ -6,7 +6,7 @@ Steps (docs/frameworks.md, JAX section):
 2. Thunk events (argument `hlo_op`, of the profiled `hlo_module`) with async durations resolved
    (`hlo_attribution.thunk_events`).
 3. Each thunk -> its HLO instruction and, for a fusion, every instruction of the fused
-   computation -> (op_name, source chain) -> StableHLO ops (`hlo_ir_index.IrOpIndex`), time
+   computation -> (op_name, source chain) -> StableHLO ops (`hlo_ir_index.JaxOpIndex`), time
    shared by the fused-time rule (`CorrelationOptions.fused_time_rule`: "default"/"flops" or
    "even", see `hlo_attribution`).
 4. One `OpProfile` entry per annotated op, keyed by the op's own `OpKey` (name, source,
@@ -31,17 +31,16 @@ from iree.compiler import ir
 
 from irprof.bundle import Manifest, RunBundle
 from irprof.correlate.base import CorrelationOptions, CorrelationResult
-from irprof.correlate.ledger import training_brief
+from irprof.correlate.finish import finish_level
 from irprof.correlate.payload import PAYLOAD_REASON, payload_reason
 from irprof.coverage import is_trivial_op
 from irprof.errors import BundleError, CorrelationError, TraceFormatError
-from irprof.frameworks.jax.attribution import Attribution, attribute, rounded, thunk_events
+from irprof.frameworks.jax.attribution import Attribution, attribute_thunks, thunk_events
 from irprof.frameworks.jax.hlo import HloModuleInfo, decode_hlo_proto, parse_hlo_text
-from irprof.frameworks.jax.ir_index import IrOpIndex, implements
-from irprof.frameworks.jax.training import training_record
-from irprof.mlir.module_coverage import coverage_for
+from irprof.frameworks.jax.ir_index import JaxOpIndex, implements
+from irprof.frameworks.jax.training import jax_training_record
 from irprof.mlir.op_index import derive_op_infos
-from irprof.opprofile import OpKey, OpProfile, OpProfileEntry, ProfileData
+from irprof.opprofile import OpKey, OpProfileEntry
 from irprof.trace.model import Trace
 
 LEVEL = "stablehlo"
@@ -94,35 +93,28 @@ def load_program(
         raise TraceFormatError(hlo_text, str(exc)) from exc
 
 
-def _entries(
-    index: IrOpIndex, attribution: Attribution, trace: Trace, profiled_ns: int, module: str
-) -> tuple[list[OpProfileEntry], set[int]]:
-    """One OpProfile entry per op that received time, keyed by the op's own key.
+def _entries_with_inclusive_calls(
+    index: JaxOpIndex, attribution: Attribution, profiled_ns: int, module: str
+) -> dict[int, OpProfileEntry]:
+    """Position -> OpProfile entry of every op that received time, keyed by the op's own key.
 
     Ops get their ledger shares; a call op is reported once, inclusively (the time of the ops
     reached through it, plus its own, rarely any).
     """
     ledger = attribution.ledger
-    entries: list[OpProfileEntry] = []
-    annotated: set[int] = set()
+    entries: dict[int, OpProfileEntry] = {}
 
     def name_of(position: int) -> str:
         return index.infos[position].key.name or index.infos[position].op_name
 
-    for position in sorted(set(ledger.accounts) | set(attribution.call_time)):
+    for position in sorted(set(ledger.accounts) | set(ledger.inclusive)):
         info = index.infos[position]
         key = info.key
         if key.name is None and key.source is None:
             continue
-        if position in attribution.call_time:
-            rows, durations = rounded(attribution.call_time[position])
-            own = ledger.accounts.get(position)
-            data = ProfileData.from_durations(
-                [*durations, *(own.durations if own else [])],
-                min(int(trace.ts_ns[r]) for r in rows),
-                profiled_ns,
-                kernels=sorted({trace.name_of(r) for r in rows}),
-                source=f"xplane:{module}:inclusive",
+        if position in ledger.inclusive:
+            data = ledger.inclusive_data(
+                position, profiled_ns, source=f"xplane:{module}:inclusive", with_own=True
             )
         else:
             data = ledger.profile_data(position, profiled_ns, name_of)
@@ -133,20 +125,17 @@ def _entries(
                 source=f"xplane:{module}:"
                 + ",".join(sorted(attribution.op_instructions[position])),
             )
-        entries.append(
-            OpProfileEntry(
-                key=OpKey(name=key.name, source=key.source, origin=key.origin, ordinal=key.ordinal),
-                data=data,
-                op_name=info.op_name,
-                location=" <- ".join(info.keys.chain[:2]),
-            )
+        entries[position] = OpProfileEntry(
+            key=OpKey(name=key.name, source=key.source, origin=key.origin, ordinal=key.ordinal),
+            data=data,
+            op_name=info.op_name,
+            location=" <- ".join(info.keys.chain[:2]),
         )
-        annotated.add(position)
-    return entries, annotated
+    return entries
 
 
 def _unmatched_reasons(
-    index: IrOpIndex, program: HloModuleInfo, annotated: set[int]
+    index: JaxOpIndex, program: HloModuleInfo, annotated: set[int]
 ) -> dict[int, str]:
     """Why each non-trivial op got nothing: run inside its parent's kernel, removed by XLA, or
     kept but never run as a thunk."""
@@ -231,23 +220,23 @@ def correlate_program(
     warnings: Sequence[str] = (),
 ) -> CorrelationResult:
     """Join the thunk events of `module_name` in `trace` to the ops of a StableHLO `module`."""
-    index = IrOpIndex(derive_op_infos(module))
+    index = JaxOpIndex(derive_op_infos(module))
     notes = list(warnings)
     events, other_modules = thunk_events(trace, module_name)
     if other_modules:
         notes.append(f"thunks of other XLA modules ignored: {', '.join(other_modules)}")
     profiled_ns = sum(e.dur_ns for e in events)
-    attribution = attribute(events, program, index, rule)
-    attribution.ledger.close(profiled_ns, f"{source_trace or 'trace'} -> {LEVEL}")
-    entries, annotated = _entries(index, attribution, trace, profiled_ns, module_name)
-    reasons = _unmatched_reasons(index, program, annotated)
-    coverage = coverage_for(
-        [(info.op, info.key) for info in index.infos],
-        annotated,
+    attribution = attribute_thunks(events, program, index, rule)
+    entries = _entries_with_inclusive_calls(index, attribution, profiled_ns, module_name)
+    reasons = _unmatched_reasons(index, program, set(entries))
+    return finish_level(
+        attribution.ledger,
+        index.infos,
+        entries,
         level=LEVEL,
+        framework="jax",
         profiled_ns=profiled_ns,
-        attributed_ns=attribution.ledger.attributed_ns,
-        unmatched_events=attribution.ledger.unmatched_events(),
+        where=f"{source_trace or 'trace'} -> {LEVEL}",
         reasons=reasons,
         not_executed={
             position
@@ -255,14 +244,7 @@ def correlate_program(
             if why.startswith((REMOVED_REASON, PAYLOAD_REASON)) or why.endswith(NO_WORK_REASON)
         },
         warnings=notes,
-    )
-    opprofile = OpProfile(
-        level=LEVEL,
-        framework="jax",
-        entries=tuple(entries),
         totals={
-            "profiled_ns": profiled_ns,
-            **attribution.ledger.totals(),
             "steps": steps,
             "thunk_events": len(events),
             "async_thunk_events": sum(1 for e in events if e.async_end_row is not None),
@@ -270,18 +252,9 @@ def correlate_program(
             "program_id": program.program_id,
             "fused_time_rule": rule,
         },
+        training=jax_training_record(index, attribution.ledger),
         source_trace=source_trace,
     )
-    extra: dict[str, object] = dict(attribution.ledger.totals())
-    training = training_record(index, attribution.ledger)
-    if training is not None:
-        # Phase totals in the coverage; the backward -> forward rows in opprofile.json.
-        opprofile = dataclasses.replace(
-            opprofile, totals={**opprofile.totals, "training": training}
-        )
-        extra["training"] = training_brief(training)
-    coverage = dataclasses.replace(coverage, extra=extra)
-    return CorrelationResult(opprofile, coverage)
 
 
 CORRELATOR = JaxCorrelator()

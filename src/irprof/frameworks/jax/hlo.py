@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from google.protobuf.message import DecodeError
 
 from irprof.frameworks.jax.hlo_proto import hlo_pb2
+from irprof.mlir.cost_model import conv_flops, matmul_flops
 
 # Opcodes that move or relabel data without arithmetic: no FLOPs in the fused-time rule.
 DATA_MOVEMENT_OPCODES = frozenset(
@@ -127,7 +128,7 @@ def _elements(dimensions: Iterable[int]) -> int:
     return math.prod(int(d) for d in dimensions)
 
 
-def estimate_flops(
+def instruction_flops(
     opcode: str,
     out_elements: int,
     operand_dims: list[tuple[int, ...]],
@@ -137,17 +138,21 @@ def estimate_flops(
     """FLOPs of one instruction from shapes: 2*M*N*K for dot, 2*out*window for convolution,
     input elements for reductions, output elements for elementwise ops, 0 for data movement.
     """
+    # The counting rules are the cost model's (`mlir.cost_model`); what differs is the input.
+    # An HLO instruction is no MLIR op: its shapes and dimension numbers come from the HloProto,
+    # and XLA's opcodes (fusion, bitcast, copy-start...) are not the dialects' op names, so the
+    # op-based `estimate_flops` cannot read it. The formulas themselves are shared.
     if opcode in DATA_MOVEMENT_OPCODES or opcode in FUSING_OPCODES:
         return 0.0
     if opcode == "dot" and operand_dims:
         lhs = operand_dims[0]
         contracted = math.prod(lhs[d] for d in lhs_contracting if d < len(lhs))
-        return 2.0 * out_elements * contracted
+        return float(matmul_flops(out_elements, contracted))
     if opcode == "convolution" and len(operand_dims) > 1 and kernel_output_feature_dim is not None:
         kernel = operand_dims[1]
         if kernel_output_feature_dim < len(kernel) and kernel[kernel_output_feature_dim] > 0:
             per_output = _elements(kernel) // kernel[kernel_output_feature_dim]
-            return 2.0 * out_elements * per_output
+            return float(conv_flops(out_elements, per_output))
     if opcode in ("reduce", "reduce-window") and operand_dims:
         return float(_elements(operand_dims[0]))
     return float(out_elements)
@@ -234,7 +239,7 @@ def decode_hlo_proto(data: bytes, program_id: int = -1, *, what: str = "HloProto
         for instr in computation.instructions:
             operand_dims = [_shape_dims(by_id[i].shape) for i in instr.operand_ids if i in by_id]
             conv = instr.convolution_dimension_numbers
-            flops = estimate_flops(
+            flops = instruction_flops(
                 instr.opcode,
                 _shape_elements(instr.shape),
                 operand_dims,
@@ -349,7 +354,7 @@ def parse_hlo_text(text: str, program_id: int = -1) -> HloModuleInfo:
         out_dims = shapes.get(instr.group("name")) or [()]
         contracting = _LHS_CONTRACTING.search(rest)
         labels = _DIM_LABELS.search(rest)
-        flops = estimate_flops(
+        flops = instruction_flops(
             instr.group("opcode"),
             sum(_elements(d) for d in out_dims),
             operand_dims,

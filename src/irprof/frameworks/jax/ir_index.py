@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from iree.compiler import ir
 
 from irprof.mlir.cost_shapes import shape_of
-from irprof.mlir.op_index import OpInfo
+from irprof.mlir.op_index import OpIndex, OpInfo
 
 # HLO opcode -> StableHLO/CHLO op mnemonics it implements, where the names differ.
 OPCODE_ALIASES: dict[str, frozenset[str]] = {
@@ -81,10 +81,12 @@ def _string_attr(op: ir.Operation, name: str) -> str | None:
     return str(attr).strip('"@')
 
 
-class IrOpIndex:
-    """Every op of a StableHLO module under all its HLO identities."""
+class JaxOpIndex(OpIndex):
+    """An `OpIndex` of a StableHLO module that also finds every op under all its HLO
+    identities (`lookup`, `refine`)."""
 
     def __init__(self, infos: Sequence[OpInfo]) -> None:
+        super().__init__([(info.op, info.key) for info in infos])
         self.infos = list(infos)
         self.function_of: list[str] = []
         self._public: set[str] = set()

@@ -27,9 +27,9 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass
 
-from irprof.correlate.flops import shape_of
 from irprof.frameworks.jax.hlo import DATA_MOVEMENT_OPCODES, HloInstructionInfo, HloModuleInfo
-from irprof.frameworks.jax.ir_index import IrOpIndex, IrTarget, implements
+from irprof.frameworks.jax.ir_index import IrTarget, JaxOpIndex, implements
+from irprof.mlir.cost_shapes import shape_of
 
 PASS_THROUGH = frozenset({"bitcast", "tuple", "get-tuple-element"})
 # Kernels that only prepare an operand for their consumer: layouts, element types.
@@ -50,7 +50,7 @@ class OrphanPlacement:
 class OrphanResolver:
     """Places metadata-less kernels of one program (see module docstring)."""
 
-    def __init__(self, program: HloModuleInfo, index: IrOpIndex) -> None:
+    def __init__(self, program: HloModuleInfo, index: JaxOpIndex) -> None:
         self.program = program
         self.index = index
         self.users: dict[str, list[str]] = defaultdict(list)

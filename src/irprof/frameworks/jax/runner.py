@@ -20,23 +20,21 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
-import platform
 import re
 import shutil
 import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from types import ModuleType
 
 import jax
 from jax._src import source_info_util  # private: the only way to mark a path non-user
 
 from irprof.bundle import Manifest, RunBundle, fingerprint_files
+from irprof.capture.entry import EntryError, add_entry_options, load_entry, package_versions
 from irprof.capture.subprocess_run import ERROR_PREFIX  # the parent shows such lines as the error
 from irprof.frameworks.jax.steps_runner import (
     MODES,
-    EntryError,
     StepSpec,
     call_entry,
     run_steps,
@@ -54,30 +52,18 @@ class RunnerUsageError(Exception):
     """The script or its entry cannot be used; reported as one line to the parent."""
 
 
-def load_script(script: Path) -> ModuleType:
-    """Import the user's script as a module, with its folder first on sys.path."""
-    if not script.is_file():
-        raise RunnerUsageError(f"{script}: no such script")
-    sys.path.insert(0, str(script.parent))
-    spec = importlib.util.spec_from_file_location(f"irprof_user_{script.stem}", script)
-    if spec is None or spec.loader is None:
-        raise RunnerUsageError(f"{script}: cannot be imported as a Python module")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-def model_from_entry(module: ModuleType, script: Path, entry: str, mode: str) -> StepSpec:
-    """Call the entry for `mode` and check what it returned (`jax_steps_runner.step_spec`)."""
-    factory = getattr(module, entry, None)
-    if not callable(factory):
-        raise RunnerUsageError(
-            f"{script}: defines no function {entry!r}; add `def {entry}(mode='infer'):` "
-            "returning (function, example_args) or pass --entry NAME"
-        )
+def model_from_entry(script: Path, entry: str, mode: str) -> StepSpec:
+    """Import the script, call its entry for `mode` and check what it returned
+    (`jax_steps_runner.step_spec`)."""
     where = f"{script}: {entry}()"
     try:
+        factory = load_entry(
+            script,
+            entry,
+            module_name=f"irprof_user_{script.stem}",
+            hint=f"add `def {entry}(mode='infer'):` returning (function, example_args) or pass "
+            "--entry NAME",
+        )
         return step_spec(call_entry(factory, mode, where), mode, where)
     except EntryError as error:
         raise RunnerUsageError(str(error)) from error
@@ -118,8 +104,7 @@ def capture(
     """Lower, compile, warm up, time, profile and write the bundle into `out`."""
     script = script.resolve()
     configure_source_paths(script.parent)
-    module = load_script(script)
-    spec = model_from_entry(module, script, entry, mode)
+    spec = model_from_entry(script, entry, mode)
     stablehlo, lowered = stablehlo_text(spec)
     compiled = lowered.compile()
     hlo_text = str(compiled.as_text())
@@ -145,11 +130,9 @@ def capture(
         entry=entry,
         steps=steps,
         device=f"{device.platform}:{device.device_kind}",
-        versions={
-            "jax": jax.__version__,
-            "jaxlib": importlib.import_module("jaxlib").__version__,
-            "python": platform.python_version(),
-        },
+        versions=package_versions(
+            {"jax": jax.__version__, "jaxlib": importlib.import_module("jaxlib").__version__}
+        ),
         ir_levels=(LEVEL,),
         trace_files=tuple(f"trace/{name}" for name in trace_names),
         options={
@@ -177,12 +160,8 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     """Command line of the child (built by `irprof.frameworks.jax.capture`)."""
     parser = argparse.ArgumentParser(prog="irprof.frameworks.jax.runner")
     parser.add_argument("--script", type=Path, required=True)
-    parser.add_argument("--entry", default="irprof_model")
-    parser.add_argument("--steps", type=int, default=5)
-    parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--mode", choices=MODES, default="infer")
-    parser.add_argument("--model-label", default="")
+    add_entry_options(parser, MODES)
     return parser.parse_args(list(argv))
 
 

@@ -39,6 +39,7 @@ from typing import Any
 
 import jax
 
+from irprof.capture.entry import EntryError
 from irprof.capture.step_overhead import Conditions, measure_overhead
 
 MODES = ("infer", "train")
@@ -46,10 +47,6 @@ DEFAULT_LEARNING_RATE = 0.01
 STEP_MARKER = "irprof_step"
 OPTIMIZER_SCOPE = "sgd"
 SETTLE_S = 0.5  # unprofiled steps before the overhead is timed (on top of --warmup)
-
-
-class EntryError(Exception):
-    """The entry or its result cannot be used; the message names what is wrong and the fix."""
 
 
 @dataclass(frozen=True)

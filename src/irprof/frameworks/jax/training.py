@@ -25,14 +25,12 @@ of a `reduce_sum` is a broadcast, not a `reduce_sum`.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
 from typing import Any
 
-from iree.compiler import ir
-
-from irprof.correlate.ledger import Ledger, TrainingPhases, training_summary
+from irprof.correlate.ledger import Ledger
+from irprof.correlate.training import DefUse, TrainingPhases, label_phases, training_record
 from irprof.coverage import is_trivial_op
-from irprof.frameworks.jax.ir_index import IrOpIndex
+from irprof.frameworks.jax.ir_index import JaxOpIndex
 
 TRANSPOSE = "transpose("
 JVP = "jvp("
@@ -62,56 +60,13 @@ def _scope_key(name: str) -> str:
     return "/".join(unwrap_transpose(c) for c in name.split("/")[:-1])
 
 
-class _Graph:
-    """Def-use over the module's ops by walk position."""
-
-    def __init__(self, index: IrOpIndex) -> None:
-        self.position_of = {info.op: i for i, info in enumerate(index.infos)}
-        self.index = index
-
-    def users(self, position: int) -> list[int]:
-        found = []
-        for result in self.index.infos[position].op.results:
-            for use in result.uses:
-                owner = use.owner
-                operation = owner if isinstance(owner, ir.Operation) else owner.operation
-                user = self.position_of.get(operation)
-                if user is not None:
-                    found.append(user)
-        return found
-
-    def producers(self, position: int) -> list[int]:
-        found = []
-        for operand in self.index.infos[position].op.operands:
-            owner = operand.owner
-            operation = (
-                owner if isinstance(owner, ir.Operation) else getattr(owner, "operation", None)
-            )
-            if isinstance(operation, ir.Operation):
-                producer = self.position_of.get(operation)
-                if producer is not None:
-                    found.append(producer)
-        return found
-
-    def closure(self, start: Iterable[int], down: bool, blocked: set[int]) -> set[int]:
-        seen: set[int] = set()
-        pending = list(start)
-        while pending:
-            position = pending.pop()
-            for other in self.users(position) if down else self.producers(position):
-                if other not in seen and other not in blocked:
-                    seen.add(other)
-                    pending.append(other)
-        return seen
-
-
-def _names(index: IrOpIndex, position: int) -> list[str]:
+def _names(index: JaxOpIndex, position: int) -> list[str]:
     names = [identity.name for identity in index.identities(position)]
     own = index.infos[position].keys.name
     return names or ([own] if own else [])
 
 
-def training_phases(index: IrOpIndex) -> TrainingPhases | None:
+def training_phases(index: JaxOpIndex) -> TrainingPhases | None:
     """Phases and backward -> forward links of a StableHLO module; None without backward ops."""
     named: dict[int, str] = {}
     for position, info in enumerate(index.infos):
@@ -124,22 +79,17 @@ def training_phases(index: IrOpIndex) -> TrainingPhases | None:
     if not backward:
         return None
     forward = {p for p, phase in named.items() if phase == "forward"}
-    graph = _Graph(index)
-    optimizer = graph.closure(backward, True, backward | forward)
-    optimizer |= graph.closure(optimizer, False, backward | forward)
-    phase_of: dict[int, str] = {}
-    for position, info in enumerate(index.infos):
-        if info.op_name in CONTAINERS:
-            continue
-        phase_of[position] = named.get(position) or (
-            "optimizer" if position in optimizer else "other"
-        )
+    graph = DefUse(index.infos)
+    optimizer = graph.closure(backward, down=True, blocked=backward | forward)
+    optimizer |= graph.closure(optimizer, down=False, blocked=backward | forward)
+    ops = [p for p, info in enumerate(index.infos) if info.op_name not in CONTAINERS]
+    phase_of = label_phases(ops, backward, forward, optimizer)
     forward_of, unlinked = _links(index, graph, phase_of, backward)
     return TrainingPhases(phase_of, forward_of, unlinked)
 
 
 def _links(
-    index: IrOpIndex, graph: _Graph, phase_of: dict[int, str], backward: set[int]
+    index: JaxOpIndex, graph: DefUse, phase_of: dict[int, str], backward: set[int]
 ) -> tuple[dict[int, tuple[int, ...]], dict[int, str]]:
     exact: dict[tuple[str, tuple[str, ...]], list[int]] = defaultdict(list)
     loose: dict[tuple[str, str], list[int]] = defaultdict(list)
@@ -173,11 +123,8 @@ def _links(
     return forward_of, unlinked
 
 
-def training_record(index: IrOpIndex, ledger: Ledger) -> dict[str, Any] | None:
+def jax_training_record(index: JaxOpIndex, ledger: Ledger) -> dict[str, Any] | None:
     """The ledger's training summary (None for a step without backward ops)."""
-    phases = training_phases(index)
-    if phases is None:
-        return None
 
     def name_of(position: int) -> str:
         # JAX names repeat (two `dot_general`s of one scope): the source position tells apart.
@@ -185,4 +132,4 @@ def training_record(index: IrOpIndex, ledger: Ledger) -> dict[str, Any] | None:
         name = keys.name or index.infos[position].op_name
         return f"{name} @ {keys.source}" if keys.source else name
 
-    return training_summary(ledger, phases, name_of)
+    return training_record(training_phases(index), ledger, name_of)

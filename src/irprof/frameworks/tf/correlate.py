@@ -37,7 +37,6 @@ ops of that type in IR order within each profiled step, and the coverage carries
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from collections import defaultdict
 from collections.abc import Callable
@@ -49,18 +48,18 @@ from iree.compiler import ir
 
 from irprof.bundle import RunBundle
 from irprof.correlate.base import CorrelationOptions, CorrelationResult
-from irprof.correlate.flops import estimate_flops, share_weights
-from irprof.correlate.ledger import Ledger, training_brief
+from irprof.correlate.finish import finish_level
+from irprof.correlate.ledger import Ledger
 from irprof.errors import BundleError, CorrelationError
-from irprof.frameworks.tf.coverage import tf_coverage
+from irprof.frameworks.tf.coverage import tf_op_reasons
 from irprof.frameworks.tf.fusion import ExecutedGraph, Membership
-from irprof.frameworks.tf.graph import ModuleView, fused_chain
-from irprof.frameworks.tf.reference import load_reference
+from irprof.frameworks.tf.graph import TfOpIndex, fused_chain
+from irprof.frameworks.tf.reference import load_reference_steps
 from irprof.frameworks.tf.shapes import RuntimeShapes, shaped_flops
-from irprof.frameworks.tf.training import training_record
+from irprof.frameworks.tf.training import tf_training_record
+from irprof.mlir.cost_model import estimate_flops, share_weights
 from irprof.mlir.locations import render
 from irprof.mlir.op_index import OpInfo
-from irprof.opprofile import OpProfile
 from irprof.trace.model import EventKind, Trace
 
 TF_LEVELS = ("tf", "tf-standard", "post-grappler")
@@ -98,8 +97,8 @@ def _trace_file(bundle: RunBundle) -> Path:
 def _attribute_graph_events(
     trace: Trace,
     rows: np.ndarray,
-    view: ModuleView,
-    reference: Callable[[], ModuleView | None],
+    view: TfOpIndex,
+    reference: Callable[[], TfOpIndex | None],
     membership: Membership | None,
     rule: str,
     shapes: RuntimeShapes | None,
@@ -132,7 +131,7 @@ def _attribute_graph_events(
 
 
 def _weights(
-    view: ModuleView, members: list[int], rule: str, shapes: RuntimeShapes | None
+    view: TfOpIndex, members: list[int], rule: str, shapes: RuntimeShapes | None
 ) -> tuple[list[float], str]:
     """How a fused kernel's time is split over its members under `fused_time_rule`."""
     if not members:
@@ -157,8 +156,8 @@ def _weights(
 
 
 def _resolve_event(
-    view: ModuleView,
-    reference: Callable[[], ModuleView | None],
+    view: TfOpIndex,
+    reference: Callable[[], TfOpIndex | None],
     membership: Membership | None,
     node: str,
     kernel_type: str,
@@ -204,7 +203,7 @@ def _resolve_event(
 
 
 def _cse_survivor(
-    view: ModuleView, reference: Callable[[], ModuleView | None], node: str
+    view: TfOpIndex, reference: Callable[[], TfOpIndex | None], node: str
 ) -> int | None:
     """The op CSE kept in place of `node`, found through the raw `tf` level.
 
@@ -227,7 +226,7 @@ def _cse_survivor(
 
 
 def _attribute_eager_events(
-    trace: Trace, rows: np.ndarray, view: ModuleView, step_rows: list[tuple[int, int]]
+    trace: Trace, rows: np.ndarray, view: TfOpIndex, step_rows: list[tuple[int, int]]
 ) -> Ledger:
     """Match `EagerLocalExecute: <Type>` events to ops of that type in IR order, per step."""
     by_type: dict[str, list[int]] = defaultdict(list)
@@ -280,7 +279,7 @@ def correlate_module(
         raise BundleError(f"{bundle.manifest_path}: framework is {manifest.framework!r}, not tf")
     trace_path = _trace_file(bundle)
     trace = bundle.trace()
-    view = ModuleView.of(module)
+    view = TfOpIndex.of(module)
     graph = ExecutedGraph.of_bundle(bundle)
     membership = Membership.build(view, graph) if graph is not None else None
     in_steps = _step_mask(trace, manifest.option_str("step_marker", "irprof_step"))
@@ -289,7 +288,7 @@ def correlate_module(
     reference_ns = 0
     if len(op_rows):
         marker = manifest.option_str("step_marker", "irprof_step")
-        reference = load_reference(bundle, trace, op_rows, marker)
+        reference = load_reference_steps(bundle, trace, op_rows, marker)
         shape_source = (reference.trace, reference.rows) if reference else (trace, op_rows)
         shapes = (
             RuntimeShapes.collect(view, graph, membership, *shape_source)
@@ -321,32 +320,37 @@ def correlate_module(
             "repeats"
         )
     profiled_ns = int(trace.dur_ns[op_rows].sum()) + reference_ns
-    ledger.close(profiled_ns, f"{trace_path} -> {level}")
-    training = training_record(view, ledger)
-    opprofile = _opprofile(view, ledger, level, profiled_ns, trace_path, bundle)
-    coverage = tf_coverage(bundle, view, ledger, membership, level, profiled_ns, warnings)
-    if reference_ns:
-        coverage = dataclasses.replace(
-            coverage, extra={**coverage.extra, "reference_ns": reference_ns}
-        )
-    if training is not None:
-        # Phase totals in the coverage; the backward -> forward rows in opprofile.json.
-        opprofile = dataclasses.replace(
-            opprofile, totals={**opprofile.totals, "training": training}
-        )
-        brief = training_brief(training)
-        coverage = dataclasses.replace(coverage, extra={**coverage.extra, "training": brief})
-    return CorrelationResult(opprofile=opprofile, coverage=coverage)
+    reasons, never_ran = tf_op_reasons(bundle, view, ledger, membership)
+    source = membership.graph.source if membership is not None else None
+    return finish_level(
+        ledger,
+        view.infos,
+        ledger.entries(view.infos, profiled_ns, location_of=_location),
+        level=level,
+        framework="tf",
+        profiled_ns=profiled_ns,
+        where=f"{trace_path} -> {level}",
+        reasons=reasons,
+        not_executed=never_ran,
+        warnings=warnings,
+        totals={"steps": manifest.steps},
+        coverage_extra={
+            "runtime_graph_source": source,
+            **({"reference_ns": reference_ns} if reference_ns else {}),
+        },
+        training=tf_training_record(view, ledger),
+        source_trace=str(trace_path.relative_to(bundle.root)),
+    )
 
 
-def _raw_level(bundle: RunBundle, level: str) -> Callable[[], ModuleView | None]:
+def _raw_level(bundle: RunBundle, level: str) -> Callable[[], TfOpIndex | None]:
     """The raw `tf` level's view, loaded on first use (None at `tf` itself or when absent)."""
 
     @functools.cache
-    def load() -> ModuleView | None:
+    def load() -> TfOpIndex | None:
         if level == RAW_LEVEL or RAW_LEVEL not in bundle.manifest().ir_levels:
             return None
-        return ModuleView.of(bundle.ir(RAW_LEVEL))
+        return TfOpIndex.of(bundle.ir(RAW_LEVEL))
 
     return load
 
@@ -356,27 +360,6 @@ def _location(info: OpInfo) -> str:
     if len(location) > MAX_LOCATION_CHARS:
         location = location[: MAX_LOCATION_CHARS - 3] + "..."
     return location
-
-
-def _opprofile(
-    view: ModuleView,
-    ledger: Ledger,
-    level: str,
-    profiled_ns: int,
-    trace_path: Path,
-    bundle: RunBundle,
-) -> OpProfile:
-    return OpProfile(
-        level=level,
-        framework="tf",
-        entries=tuple(ledger.entries(view.infos, profiled_ns, location_of=_location)),
-        totals={
-            "profiled_ns": profiled_ns,
-            **ledger.totals(),
-            "steps": bundle.manifest().steps,
-        },
-        source_trace=str(trace_path.relative_to(bundle.root)),
-    )
 
 
 CORRELATOR = TfCorrelator()

@@ -1,4 +1,4 @@
-"""Why TF ops received no event, and the coverage record of one TF level.
+"""Why TF ops received no event, and which of them provably never ran.
 
 Reasons come from the executed graph (`tf_fusion.ExecutedGraph`): an op grappler pruned or folded
 "never ran" (only when no fused node absorbed it), one inside a fused node that had no event ran
@@ -9,15 +9,12 @@ the runtime executed without an event is "silent". Ops that provably did not run
 
 from __future__ import annotations
 
-import dataclasses
-
 from irprof.bundle import RunBundle
 from irprof.correlate.ledger import Ledger
-from irprof.coverage import Coverage, is_trivial_op
+from irprof.coverage import is_trivial_op
 from irprof.frameworks.tf.fusion import Membership
-from irprof.frameworks.tf.graph import ModuleView
+from irprof.frameworks.tf.graph import TfOpIndex
 from irprof.mlir.keys import split_function_suffix
-from irprof.mlir.module_coverage import coverage_for
 
 NEVER_RAN = "never ran: "
 PRUNED = NEVER_RAN + "not in the graph the runtime executed (grappler pruned or fused it away)"
@@ -30,7 +27,7 @@ NOT_TAKEN = NEVER_RAN + (
 )
 
 
-def _idle_branches(view: ModuleView, ledger: Ledger) -> set[str]:
+def _idle_branches(view: TfOpIndex, ledger: Ledger) -> set[str]:
     """Branch and loop functions none of whose ops received an event while their control-flow
     op ran (it received its lowering's events, or another of its functions did). At host tracer
     level 3 every kernel the executor runs is recorded, so such a function did not run."""
@@ -46,7 +43,7 @@ def _idle_branches(view: ModuleView, ledger: Ledger) -> set[str]:
 
 
 def _op_reason(
-    view: ModuleView,
+    view: TfOpIndex,
     membership: Membership | None,
     position: int,
     silent: str,
@@ -82,16 +79,11 @@ def _op_reason(
     return silent
 
 
-def tf_coverage(
-    bundle: RunBundle,
-    view: ModuleView,
-    ledger: Ledger,
-    membership: Membership | None,
-    level: str,
-    profiled_ns: int,
-    warnings: list[str],
-) -> Coverage:
-    """The level's coverage: figures, unattributed events and unmatched ops with reasons."""
+def tf_op_reasons(
+    bundle: RunBundle, view: TfOpIndex, ledger: Ledger, membership: Membership | None
+) -> tuple[dict[int, str], set[int]]:
+    """Why each op without an event got none, and the non-trivial ops that provably never ran
+    (they do no work at run time: `Coverage.ops_not_executed`)."""
     silent = SILENT
     options = bundle.manifest().options
     # The reference steps' level when the capture ran them: what was recorded at all.
@@ -113,16 +105,4 @@ def tf_coverage(
         for position, reason in op_reasons.items()
         if reason.startswith(NEVER_RAN) and not is_trivial_op(view.infos[position].op_name)
     }
-    coverage = coverage_for(
-        [(info.op, info.key) for info in view.infos],
-        ledger.annotated,
-        level=level,
-        profiled_ns=profiled_ns,
-        attributed_ns=ledger.attributed_ns,
-        unmatched_events=ledger.unmatched_events(),
-        reasons=op_reasons,
-        not_executed=never_ran,
-        warnings=warnings,
-    )
-    source = membership.graph.source if membership is not None else None
-    return dataclasses.replace(coverage, extra={"runtime_graph_source": source, **ledger.totals()})
+    return op_reasons, never_ran

@@ -31,7 +31,7 @@ from iree.compiler import ir
 
 from irprof.bundle import RunBundle
 from irprof.errors import BundleError
-from irprof.frameworks.tf.graph import FUSION_RULES, ModuleView, base_kernel_type
+from irprof.frameworks.tf.graph import FUSION_RULES, TfOpIndex, base_kernel_type
 from irprof.mlir.keys import split_function_suffix
 
 FOLDING_PREFIX = "ConstantFolding/"
@@ -113,14 +113,14 @@ def name_scope(node: str) -> str:
 class Membership:
     """Executed node -> IR ops it ran; IR op -> the fused node that absorbed it."""
 
-    view: ModuleView
+    view: TfOpIndex
     graph: ExecutedGraph
     present: set[int] = field(default_factory=set)
     absorbed_by: dict[int, str] = field(default_factory=dict)
     _members: dict[str, list[int]] = field(default_factory=dict)
 
     @staticmethod
-    def build(view: ModuleView, graph: ExecutedGraph) -> Membership:
+    def build(view: TfOpIndex, graph: ExecutedGraph) -> Membership:
         """Index which IR ops ran as nodes, then resolve every fused and rewrite node."""
         membership = Membership(view, graph)
         for name in graph.nodes:

@@ -1,6 +1,6 @@
 """The IR side of the TF join: ops by runtime name, call graph, fused-kernel chains.
 
-`ModuleView` indexes a TF-dialect module once: runtime node names (from locations), the function
+`TfOpIndex` indexes a TF-dialect module once: runtime node names (from locations), the function
 each op belongs to, call ops and their callees, and producers, so the correlator can resolve a
 node name (including `<call>/<node>` names of runtime-inlined functions) and recover the chain of
 ops a grappler/oneDNN fused kernel stands for (`FUSION_RULES`).
@@ -19,12 +19,14 @@ import re
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from iree.compiler import ir
 
+from irprof.correlate.training import DefUse
 from irprof.errors import CorrelationError
 from irprof.mlir.keys import split_function_suffix
-from irprof.mlir.op_index import OpInfo, derive_op_infos
+from irprof.mlir.op_index import OpIndex, OpInfo, derive_op_infos
 
 CALL_OPS = frozenset({"tf.StatefulPartitionedCall", "tf.PartitionedCall", "tf.LegacyCall"})
 # Function-valued attribute of a control-flow op -> the name its lowered, inlined call gets.
@@ -53,8 +55,9 @@ def base_kernel_type(kernel_type: str) -> str:
 
 
 @dataclass
-class ModuleView:
-    """The IR level's ops with what the join needs: names, types, functions, producers."""
+class TfOpIndex(OpIndex):
+    """An `OpIndex` of a TF-dialect level with what the join needs: runtime names, types,
+    functions, producers."""
 
     infos: list[OpInfo]
     position_of: dict[ir.Operation, int]
@@ -74,13 +77,16 @@ class ModuleView:
     module: ir.Module | ir.Operation | None = None
     entry_function: int | None = None
 
+    def __post_init__(self) -> None:
+        OpIndex.__init__(self, [(info.op, info.key) for info in self.infos])
+
     @staticmethod
-    def of(module: ir.Module | ir.Operation) -> ModuleView:
+    def of(module: ir.Module | ir.Operation) -> TfOpIndex:
         """Index every op of `module`."""
         infos = derive_op_infos(module)
         position_of = {info.op: i for i, info in enumerate(infos)}
         function_of = [""] * len(infos)
-        view = ModuleView(infos, position_of, function_of, module=module)
+        view = TfOpIndex(infos, position_of, function_of, module=module)
         current = ""
         for position, info in enumerate(infos):
             attributes = info.op.attributes
@@ -121,17 +127,14 @@ class ModuleView:
         """`Conv2D` for `tf.Conv2D`."""
         return self.infos[position].op_name.removeprefix("tf.")
 
+    @cached_property
+    def def_use(self) -> DefUse:
+        """Def-use edges between this level's ops."""
+        return DefUse(self.infos, self.position_of)
+
     def producer(self, position: int, operand: int) -> int | None:
         """Position of the op defining operand `operand` of the op at `position`."""
-        op = self.infos[position].op
-        if operand >= len(op.operands):
-            return None
-        owner = op.operands[operand].owner
-        if not isinstance(owner, ir.Operation):
-            owner = getattr(owner, "operation", None)
-            if not isinstance(owner, ir.Operation):
-                return None
-        return self.position_of.get(owner)
+        return self.def_use.producer(position, operand)
 
     def argument_signature(self, position: int) -> tuple[str, str, tuple[int, ...]] | None:
         """(function, op name, argument numbers) of an op reading only function arguments.
@@ -209,7 +212,7 @@ def _branches(attributes: ir.OpAttributeMap) -> dict[str, str]:
     return found
 
 
-def _producer_chain(view: ModuleView, named: int, base: str) -> list[int]:
+def _producer_chain(view: TfOpIndex, named: int, base: str) -> list[int]:
     """From the named op, follow operand 0 back to an op of type `base`; base first."""
     chain = [named]
     current: int | None = named
@@ -222,7 +225,7 @@ def _producer_chain(view: ModuleView, named: int, base: str) -> list[int]:
     return []
 
 
-def _bias_grad_siblings(view: ModuleView, named: int) -> list[int]:
+def _bias_grad_siblings(view: TfOpIndex, named: int) -> list[int]:
     """Conv2DBackpropFilter + the BiasAddGrad reading the same output gradient (operand 2)."""
     gradient = view.producer(named, 2)
     if gradient is None:
@@ -235,7 +238,7 @@ def _bias_grad_siblings(view: ModuleView, named: int) -> list[int]:
     return [named, *siblings]
 
 
-FusionRule = Callable[[ModuleView, int], list[int]]
+FusionRule = Callable[[TfOpIndex, int], list[int]]
 # Kernel family (type without `_Mkl*`/`_` prefix) -> ops of the fused chain, base op first.
 FUSION_RULES: dict[str, FusionRule] = {
     "FusedConv2D": lambda v, p: _producer_chain(v, p, "Conv2D"),
@@ -247,7 +250,7 @@ FUSION_RULES: dict[str, FusionRule] = {
 }
 
 
-def fused_chain(view: ModuleView, named: int, kernel_type: str) -> list[int]:
+def fused_chain(view: TfOpIndex, named: int, kernel_type: str) -> list[int]:
     """The ops one kernel event covers; `[named]` unless the kernel fuses a chain."""
     family = base_kernel_type(kernel_type)
     rule = FUSION_RULES.get(family)

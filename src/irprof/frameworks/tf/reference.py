@@ -51,7 +51,7 @@ def step_rows(trace: Trace, marker: str) -> list[np.ndarray]:
     ]
 
 
-def load_reference(
+def load_reference_steps(
     bundle: RunBundle, timed: Trace, timed_rows: np.ndarray, marker: str
 ) -> ReferenceSteps | None:
     """The bundle's reference steps, or None when the capture recorded none."""

@@ -23,8 +23,6 @@ read back from the XSpace and a mismatch is an error, so a silent downgrade cann
 
 from __future__ import annotations
 
-import importlib.metadata
-import importlib.util
 import inspect
 import json
 import os
@@ -40,6 +38,7 @@ from tensorflow.core.protobuf import config_pb2, meta_graph_pb2
 from tensorflow.python.grappler import tf_optimizer
 from tensorflow.tsl.profiler.protobuf import profiler_options_pb2, xplane_pb2
 
+from irprof.capture.entry import EntryError, load_entry, package_versions
 from irprof.frameworks.tf.options import tracer_options_mismatch
 from irprof.frameworks.tf.steps_runner import STEP_MARKER, profile
 
@@ -48,21 +47,6 @@ from irprof.frameworks.tf.steps_runner import STEP_MARKER, profile
 RAW_PIPELINE = "func.func(tf-executor-to-functional-conversion)"
 STANDARD_PIPELINE = "tf-standard-pipeline"
 CPU_DEVICE = "/job:localhost/replica:0/task:0/device:CPU:0"
-
-
-def load_entry(script: Path, entry: str) -> Callable[..., Any]:
-    """Import `script` as a module and return its `entry` function."""
-    sys.path.insert(0, str(script.parent))
-    spec = importlib.util.spec_from_file_location(script.stem, script)
-    if spec is None or spec.loader is None:
-        raise SystemExit(f"{script}: cannot be imported as a Python module")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[script.stem] = module
-    spec.loader.exec_module(module)
-    found = getattr(module, entry, None)
-    if not callable(found):
-        raise SystemExit(f"{script}: defines no function {entry!r} (see `--entry`)")
-    return found  # type: ignore[no-any-return]
 
 
 def resolve_model(entry_fn: Callable[..., Any], mode: str) -> tuple[Any, tuple[Any, ...]]:
@@ -217,22 +201,15 @@ def onednn_enabled() -> bool:
     return bool(_pywrap_util_port.IsMklEnabled())
 
 
-def versions() -> dict[str, str]:
-    """Versions of everything that shaped the trace and the IR."""
-    found = {"python": platform.python_version(), "tensorflow": tf.__version__}
-    for dist in ("xprof", "keras"):
-        try:
-            found[dist] = importlib.metadata.version(dist)
-        except importlib.metadata.PackageNotFoundError:
-            continue
-    return found
-
-
 def run(spec: dict[str, Any]) -> dict[str, Any]:
     """Everything the child does; returns the result record."""
     workdir = Path(spec["workdir"])
     script = Path(spec["script"])
-    fn, inputs = resolve_model(load_entry(script, spec["entry"]), spec["mode"])
+    try:
+        factory = load_entry(script, spec["entry"], module_name=script.stem)
+    except EntryError as error:
+        raise SystemExit(str(error)) from error
+    fn, inputs = resolve_model(factory, spec["mode"])
     concrete = fn.get_concrete_function(*inputs)
     ir_files = dump_ir(concrete, workdir, spec["post_grappler"])
     if spec["eager"]:
@@ -255,7 +232,7 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         executed["nodes"] = json.loads((workdir / "offline_grappler_graph.json").read_text())
     (workdir / "runtime_graph.json").write_text(json.dumps(executed, indent=1))
     return {
-        "versions": versions(),
+        "versions": package_versions({"tensorflow": tf.__version__}, ("xprof", "keras")),
         "device": f"CPU ({platform.machine()}, {os.cpu_count()} cores)",
         "function": function,
         "ir_files": ir_files,

@@ -29,7 +29,7 @@ import numpy as np
 from iree.compiler import ir
 
 from irprof.frameworks.tf.fusion import ExecutedGraph, Membership
-from irprof.frameworks.tf.graph import ModuleView
+from irprof.frameworks.tf.graph import TfOpIndex
 from irprof.mlir.cost_kinds import CONV_KINDS, MATMUL_KINDS, op_kind
 from irprof.mlir.cost_model import op_cost
 from irprof.mlir.cost_shapes import Shape, shape_of
@@ -63,13 +63,13 @@ class RuntimeShapes:
     """Recorded shapes of IR values: op results by (position, result index), function
     arguments by (function, argument number)."""
 
-    view: ModuleView
+    view: TfOpIndex
     results: dict[tuple[int, int], Shape] = field(default_factory=dict)
     arguments: dict[tuple[str, int], Shape] = field(default_factory=dict)
 
     @staticmethod
     def collect(
-        view: ModuleView,
+        view: TfOpIndex,
         graph: ExecutedGraph,
         membership: Membership,
         trace: Trace,
@@ -131,7 +131,7 @@ def _function_name(operation: ir.Operation | ir.OpView) -> str:
     return str(ir.StringAttr(op.attributes["sym_name"]).value)
 
 
-def _entry_arguments(view: ModuleView) -> dict[str, int]:
+def _entry_arguments(view: TfOpIndex) -> dict[str, int]:
     """`_Arg` node name -> argument number of the entry function (`tf.entry_function`)."""
     if view.entry_function is None:
         return {}
@@ -268,7 +268,7 @@ def _typed(shape: Shape | None, original: ir.Type) -> ir.Type:
 
 
 def shaped_flops(
-    view: ModuleView, members: Sequence[int], shapes: RuntimeShapes
+    view: TfOpIndex, members: Sequence[int], shapes: RuntimeShapes
 ) -> list[int] | None:
     """FLOPs of each member, costed on copies with the recorded and inferred shapes; None when
     one member has no number."""
@@ -318,7 +318,7 @@ def _named(op: ir.Operation) -> list[ir.NamedAttribute]:
 
 
 def _operand_shape(
-    view: ModuleView,
+    view: TfOpIndex,
     value: ir.Value,
     shapes: RuntimeShapes,
     internal: dict[tuple[int, int], Shape],

@@ -26,14 +26,14 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Iterable
 from typing import Any
 
 from iree.compiler import ir
 
-from irprof.correlate.ledger import Ledger, TrainingPhases, training_summary
+from irprof.correlate.ledger import Ledger
+from irprof.correlate.training import DefUse, TrainingPhases, label_phases, training_record
 from irprof.coverage import is_trivial_op
-from irprof.frameworks.tf.graph import ModuleView
+from irprof.frameworks.tf.graph import TfOpIndex
 from irprof.mlir.keys import split_function_suffix
 
 GRADIENT_SCOPE = re.compile(r"^(gradient_tape|gradients(_\d+)?)$")
@@ -45,7 +45,7 @@ PASS_THROUGH = frozenset(
 MAX_INHERIT_DEPTH = 32
 
 
-def _node(view: ModuleView, position: int) -> str:
+def _node(view: TfOpIndex, position: int) -> str:
     return split_function_suffix(view.infos[position].keys.name or "")[0]
 
 
@@ -55,53 +55,12 @@ def is_gradient_name(node: str) -> bool:
     return bool(sep) and GRADIENT_SCOPE.match(head) is not None
 
 
-def _users(view: ModuleView, position: int) -> list[int]:
-    found = []
-    for result in view.infos[position].op.results:
-        for use in result.uses:
-            owner = use.owner
-            operation = owner if isinstance(owner, ir.Operation) else owner.operation
-            user = view.position_of.get(operation)
-            if user is not None:
-                found.append(user)
-    return found
-
-
-def _producers(view: ModuleView, position: int) -> list[int]:
-    found = []
-    for index in range(len(view.infos[position].op.operands)):
-        producer = view.producer(position, index)
-        if producer is not None:
-            found.append(producer)
-    return found
-
-
-def _closure(
-    view: ModuleView,
-    start: Iterable[int],
-    step: str,
-    blocked: set[int] | frozenset[int] = frozenset(),
-) -> set[int]:
-    """What is reachable from `start` along users (`step="down"`) or producers ("up"),
-    never entering a `blocked` op."""
-    seen: set[int] = set()
-    pending = list(start)
-    while pending:
-        position = pending.pop()
-        following = _users(view, position) if step == "down" else _producers(view, position)
-        for other in following:
-            if other not in seen and other not in blocked:
-                seen.add(other)
-                pending.append(other)
-    return seen
-
-
-def _produces_unused(view: ModuleView, position: int) -> bool:
+def _produces_unused(view: TfOpIndex, position: int) -> bool:
     results = list(view.infos[position].op.results)
     return bool(results) and not any(True for result in results for _ in result.uses)
 
 
-def _callers(view: ModuleView) -> dict[str, list[int]]:
+def _callers(view: TfOpIndex) -> dict[str, list[int]]:
     """Function symbol -> ops that reference it (calls, `If` branches, `While` bodies)."""
     functions = set(view.function_of)
     callers: dict[str, list[int]] = defaultdict(list)
@@ -124,7 +83,9 @@ def _symbols(attr: ir.Attribute) -> list[str]:
     return []
 
 
-def _classify_function(view: ModuleView, ops: list[int], backward: set[int]) -> dict[int, str]:
+def _classify_function(
+    view: TfOpIndex, graph: DefUse, ops: list[int], backward: set[int]
+) -> dict[int, str]:
     """Phases of one function's ops from its gradient ops and its def-use graph."""
     own_backward = backward.intersection(ops)
     results = [
@@ -138,25 +99,15 @@ def _classify_function(view: ModuleView, ops: list[int], backward: set[int]) -> 
     # value a gradient op computed (a deduplicated `Shape`); what consumes the gradients is the
     # update, even when the step returns the new weights; the loss and other results are
     # forward work.
-    read_by_backward = _closure(view, own_backward, "up") - own_backward
-    optimizer = _closure(view, own_backward, "down", own_backward | read_by_backward)
-    outputs = _closure(view, results, "up", own_backward | optimizer) | set(results)
+    read_by_backward = graph.closure(own_backward, down=False) - own_backward
+    optimizer = graph.closure(own_backward, down=True, blocked=own_backward | read_by_backward)
+    outputs = graph.closure(results, down=False, blocked=own_backward | optimizer) | set(results)
     forward = (read_by_backward | outputs) - optimizer - own_backward
-    optimizer |= _closure(view, optimizer, "up", own_backward | forward)
-    phases = {}
-    for position in ops:
-        if position in own_backward:
-            phases[position] = "backward"
-        elif position in optimizer:
-            phases[position] = "optimizer"
-        elif position in forward:
-            phases[position] = "forward"
-        else:
-            phases[position] = "other"
-    return phases
+    optimizer |= graph.closure(optimizer, down=False, blocked=own_backward | forward)
+    return label_phases(ops, own_backward, forward, optimizer)
 
 
-def _phases(view: ModuleView, backward: set[int]) -> dict[int, str]:
+def _phases(view: TfOpIndex, graph: DefUse, backward: set[int]) -> dict[int, str]:
     by_function: dict[str, list[int]] = defaultdict(list)
     for position, info in enumerate(view.infos):
         if info.op_name != "func.func":
@@ -166,7 +117,7 @@ def _phases(view: ModuleView, backward: set[int]) -> dict[int, str]:
     inheriting = []
     for function, ops in by_function.items():
         if backward.intersection(ops) or not callers.get(function):
-            phase_of.update(_classify_function(view, ops, backward))
+            phase_of.update(_classify_function(view, graph, ops, backward))
         else:
             inheriting.append(function)
     # A called function without gradient ops runs in its (first) caller's phase.
@@ -204,8 +155,9 @@ def _scopes(node: str) -> list[str]:
 class _ForwardIndex:
     """Forward ops by their node name and by the name scope they were created in."""
 
-    def __init__(self, view: ModuleView, phase_of: dict[int, str]) -> None:
+    def __init__(self, view: TfOpIndex, graph: DefUse, phase_of: dict[int, str]) -> None:
         self.view = view
+        self.graph = graph
         self.named: dict[str, list[int]] = defaultdict(list)
         self.in_scope: dict[str, list[int]] = defaultdict(list)
         for position, phase in phase_of.items():
@@ -237,7 +189,7 @@ class _ForwardIndex:
             # the gradient reads is stronger evidence than one that shares an input with it.
             read = self._read_by(backward)
             outputs = [p for p in candidates if p in read]
-            inputs = [p for p in candidates if read.intersection(_producers(self.view, p))]
+            inputs = [p for p in candidates if read.intersection(self.graph.producers(p))]
             for touched in (outputs, inputs):
                 if len(touched) == 1:
                     return (touched[0],), ""
@@ -247,18 +199,18 @@ class _ForwardIndex:
     def _read_by(self, position: int) -> set[int]:
         """Producers of the op's operands, looking through ops that only pass values on."""
         read: set[int] = set()
-        pending = _producers(self.view, position)
+        pending = self.graph.producers(position)
         while pending:
             producer = pending.pop()
             if producer in read:
                 continue
             read.add(producer)
             if self.view.infos[producer].op_name in ("tf.Identity", "tf.IdentityN"):
-                pending.extend(_producers(self.view, producer))
+                pending.extend(self.graph.producers(producer))
         return read
 
 
-def training_phases(view: ModuleView) -> TrainingPhases | None:
+def training_phases(view: TfOpIndex) -> TrainingPhases | None:
     """The step's phases and backward -> forward links; None when the IR has no gradient op."""
     backward = {
         position
@@ -267,8 +219,9 @@ def training_phases(view: ModuleView) -> TrainingPhases | None:
     }
     if not backward:
         return None
-    phase_of = _phases(view, backward)
-    index = _ForwardIndex(view, phase_of)
+    graph = view.def_use
+    phase_of = _phases(view, graph, backward)
+    index = _ForwardIndex(view, graph, phase_of)
     forward_of: dict[int, tuple[int, ...]] = {}
     unlinked: dict[int, str] = {}
     for position in sorted(backward):
@@ -282,13 +235,10 @@ def training_phases(view: ModuleView) -> TrainingPhases | None:
     return TrainingPhases(phase_of, forward_of, unlinked)
 
 
-def training_record(view: ModuleView, ledger: Ledger) -> dict[str, Any] | None:
+def tf_training_record(view: TfOpIndex, ledger: Ledger) -> dict[str, Any] | None:
     """The ledger's training summary for this level (None for an inference step)."""
-    phases = training_phases(view)
-    if phases is None:
-        return None
 
     def name_of(position: int) -> str:
         return view.infos[position].keys.name or view.infos[position].op_name
 
-    return training_summary(ledger, phases, name_of)
+    return training_record(training_phases(view), ledger, name_of)

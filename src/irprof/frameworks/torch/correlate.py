@@ -22,13 +22,12 @@ import dataclasses
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from iree.compiler import ir
 
 from irprof.bundle import RunBundle
 from irprof.correlate.base import CorrelationOptions, CorrelationResult
-from irprof.correlate.flops import share_weights as flop_weights
+from irprof.correlate.finish import finish_level
 from irprof.correlate.ledger import Ledger
 from irprof.coverage import is_trivial_op
 from irprof.errors import CorrelationError
@@ -47,12 +46,11 @@ from irprof.frameworks.torch.training import (
     OPTIMIZER_REASON,
     BackwardLinks,
     link_backward,
-    training_record,
+    torch_training_record,
 )
+from irprof.mlir.cost_model import share_weights
 from irprof.mlir.locations import render
-from irprof.mlir.module_coverage import coverage_for
 from irprof.mlir.op_index import OpInfo, derive_op_infos
-from irprof.opprofile import OpProfile
 from irprof.trace.model import Trace
 
 DEFAULT_FX_NODES = "ir/torch.fx.json"
@@ -141,14 +139,14 @@ def no_op_reason(nodes: Sequence[str], named_by_any_op: set[str]) -> str:
     )
 
 
-def share_weights(
+def call_share_weights(
     infos: Sequence[OpInfo], positions: Sequence[int], rule: str
 ) -> tuple[list[float], str]:
     """Relative share of a call's time per op and its basis: `split` even; `default` by an
     analytic FLOP estimate, else evenly among the compute ops (view ops get 0 ns)."""
     if rule == "split" or len(positions) == 1:
         return [1.0] * len(positions), "even"
-    weights, basis = flop_weights([infos[p].op for p in positions])
+    weights, basis = share_weights([infos[p].op for p in positions])
     if basis == "flops":
         return weights, basis
     even = [0.0 if is_view_op(infos[p]) else 1.0 for p in positions]
@@ -215,7 +213,7 @@ def attribute_events(run: TorchRun, infos: Sequence[OpInfo], rule: str) -> _Attr
                 event.name, event.dur_ns, reason or no_op_reason(nodes, named_by_any_op)
             )
             continue
-        weights, basis = share_weights(infos, positions, rule)
+        weights, basis = call_share_weights(infos, positions, rule)
         how = f" ({backward.how[event.row]})" if backward and event.row in backward.how else ""
         ledger.record(
             event.name, event.ts_ns, event.dur_ns, positions, weights=weights, basis=basis,
@@ -234,7 +232,6 @@ def correlate_torch_level(
     done = attribute_events(run, infos, rule)
     ledger, matched = done.ledger, done.matched
     profiled_ns = sum(event.dur_ns for event in run.events)
-    ledger.close(profiled_ns, f"{bundle.root} -> torch")
     entries = ledger.entries(
         infos,
         profiled_ns,
@@ -248,34 +245,27 @@ def correlate_torch_level(
             "have the FX node's source frame on their call stack; the trace may come from a "
             "different version of the script"
         )
-    coverage = coverage_for(
-        [(info.op, info.key) for info in infos],
-        ledger.annotated,
-        warnings=warnings,
-        level="torch",
-        profiled_ns=profiled_ns,
-        attributed_ns=ledger.attributed_ns,
-        unmatched_events=ledger.unmatched_events(),
-        reasons=_op_reasons(infos, ops_by_node(infos), matched.matched_nodes()),
-    )
-    extra: dict[str, Any] = dict(ledger.totals())
+    training = None
     if run.program.mode == "train":
-        extra["training"] = training_record(run.events, done.attributed_rows)
-    coverage = dataclasses.replace(coverage, extra=extra)
-    opprofile = OpProfile(
+        training = torch_training_record(run.events, done.attributed_rows)
+    return finish_level(
+        ledger,
+        infos,
+        entries,
         level="torch",
         framework="torch",
-        entries=tuple(entries),
+        profiled_ns=profiled_ns,
+        where=f"{bundle.root} -> torch",
+        reasons=_op_reasons(infos, ops_by_node(infos), matched.matched_nodes()),
+        warnings=warnings,
         totals={
-            "profiled_ns": profiled_ns,
-            **extra,
             "events": len(run.events),
             "events_matched": len(done.attributed_rows),
             "steps": bundle.manifest().steps,
         },
+        training=training,
         source_trace=_trace_name(bundle),
     )
-    return CorrelationResult(opprofile, coverage)
 
 
 def _op_reasons(

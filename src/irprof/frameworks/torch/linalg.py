@@ -26,11 +26,11 @@ from iree.compiler import ir
 
 from irprof.bundle import RunBundle
 from irprof.correlate.base import CorrelationResult
+from irprof.correlate.finish import finish_level
 from irprof.correlate.ledger import Ledger
 from irprof.coverage import UnmatchedEvent, is_trivial_op
 from irprof.mlir.cost_model import share_weights
 from irprof.mlir.locations import render
-from irprof.mlir.module_coverage import coverage_for
 from irprof.mlir.op_index import OpInfo, derive_op_infos
 from irprof.opprofile import OpProfile, OpProfileEntry
 
@@ -145,23 +145,26 @@ def correlate_linalg_level(
         ledger.unattributed(
             f"torch level: {event.name}", event.total_ns, f"unattributed at torch: {event.reason}"
         )
-    ledger.close(profiled_ns, f"{bundle.root} -> {LEVEL}")
     counts = {e.key.origin: e.data.count for e in upper.entries}
-    entries = [
-        _with_count(entry, infos[position], counts)
-        for position, entry in zip(
-            sorted(ledger.accounts),
-            ledger.entries(infos, profiled_ns, location_of=lambda info: render(info.loc)),
-            strict=True,
-        )
+    entries = {
+        position: _with_count(entry, infos[position], counts)
+        for position, entry in ledger.entries(
+            infos, profiled_ns, location_of=lambda info: render(info.loc)
+        ).items()
+    }
+    located = [
+        p
+        for p, info in enumerate(infos)
+        if _is_top_level(info) and not is_trivial_op(info.op_name) and _has_location(info)
     ]
-    coverage = coverage_for(
-        [(info.op, info.key) for info in infos],
-        ledger.annotated,
+    return finish_level(
+        ledger,
+        infos,
+        entries,
         level=LEVEL,
+        framework=upper.framework,
         profiled_ns=profiled_ns,
-        attributed_ns=ledger.attributed_ns,
-        unmatched_events=ledger.unmatched_events(),
+        where=f"{bundle.root} -> {LEVEL}",
         reasons={
             position: (
                 f"origin {info.keys.origins[0]} received no time at torch level"
@@ -170,28 +173,16 @@ def correlate_linalg_level(
             )
             for position, info in enumerate(infos)
         },
-    )
-    located = [
-        p
-        for p, info in enumerate(infos)
-        if _is_top_level(info) and not is_trivial_op(info.op_name) and _has_location(info)
-    ]
-    extra = {
-        "nonbody_located_ops": len(located),
-        "nonbody_located_annotated": sum(1 for p in located if p in ledger.annotated),
-        "implicit_body_ops": len(all_infos) - len(infos),
-        "reattached_from": "torch",
-        "forwarded_ops": len(forwarded),
-        **ledger.totals(),
-    }
-    opprofile = OpProfile(
-        level=LEVEL,
-        framework=upper.framework,
-        entries=tuple(entries),
-        totals={**upper.totals, **ledger.totals(), "reattached_from": upper.level},
+        totals={**upper.totals, "reattached_from": upper.level},
+        coverage_extra={
+            "nonbody_located_ops": len(located),
+            "nonbody_located_annotated": sum(1 for p in located if p in ledger.annotated),
+            "implicit_body_ops": len(all_infos) - len(infos),
+            "reattached_from": "torch",
+            "forwarded_ops": len(forwarded),
+        },
         source_trace=upper.source_trace,
     )
-    return CorrelationResult(opprofile, dataclasses.replace(coverage, extra=extra))
 
 
 def _upper_unmatched(upper: OpProfile, listed: Sequence[UnmatchedEvent]) -> list[UnmatchedEvent]:

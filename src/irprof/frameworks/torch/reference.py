@@ -21,16 +21,10 @@ from collections.abc import Sequence
 from difflib import SequenceMatcher
 
 from irprof.frameworks.torch.events import OpEvent
-from irprof.trace.model import EventKind, Trace
+from irprof.trace.model import Trace
+from irprof.trace.steps import step_windows
 
 OUTSIDE_STEPS = "outside every ProfilerStep marker of the timed trace"
-
-
-def step_windows(trace: Trace) -> list[tuple[int, int]]:
-    """(start, end) in ns of every step marker, in time order."""
-    rows = trace.rows_of_kind(EventKind.STEP)
-    windows = [(int(trace.ts_ns[row]), int(trace.end_ns[row])) for row in rows.tolist()]
-    return sorted(windows)
 
 
 def split_by_step(
@@ -87,11 +81,11 @@ def borrow_call_stacks(
     reference_events: Sequence[OpEvent],
 ) -> BorrowedStacks:
     """Every timed event with the stack of its reference event (see module docstring)."""
-    windows = step_windows(reference)
+    windows = step_windows(reference, nested=True)
     reference_steps, _ = split_by_step(reference_events, windows)
     # The capture profiles one reference step; an older or edited file may have more or none.
     pattern = reference_steps[0] if reference_steps else list(reference_events)
-    steps, outside = split_by_step(timed_events, step_windows(timed))
+    steps, outside = split_by_step(timed_events, step_windows(timed, nested=True))
     events: list[OpEvent] = []
     unaligned = {event.row: OUTSIDE_STEPS for event in outside}
     for number, step in enumerate(steps):

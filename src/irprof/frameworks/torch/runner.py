@@ -12,9 +12,7 @@ STAGING; the parent renames STAGING into place only when this process succeeds.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
-import platform
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -27,6 +25,7 @@ from iree.compiler import ir
 from iree.compiler.extras.fx_importer import ContextCache, FxImporter, GraphNodeImporter
 
 from irprof.bundle import Manifest, RunBundle, fingerprint_files
+from irprof.capture.entry import EntryError, add_entry_options, load_entry, package_versions
 from irprof.capture.subprocess_run import ERROR_PREFIX  # the parent shows such lines as the error
 from irprof.errors import PipelineError
 from irprof.fileio import write_bytes_atomic, write_text_atomic
@@ -42,7 +41,6 @@ from irprof.frameworks.torch.locations import (
 from irprof.frameworks.torch.lowering import lower_torch_to_linalg, stamp_torch_level
 from irprof.frameworks.torch.steps_runner import (
     MODES,
-    EntryError,
     ModelSpec,
     model_spec,
     profile_model,
@@ -61,24 +59,11 @@ class ScriptError(Exception):
     """The user's script or entry is not usable; the message names the script and the fix."""
 
 
-def load_entry(script: Path, entry: str) -> Callable[[], Any]:
-    """Import `script` as a module (its folder first on sys.path) and return `entry`."""
-    sys.path.insert(0, str(script.parent))
-    spec = importlib.util.spec_from_file_location(f"irprof_model_{script.stem}", script)
-    if spec is None or spec.loader is None:
-        raise ScriptError(f"{script}: cannot be imported as a Python module")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    function = getattr(module, entry, None)
-    if not callable(function):
-        raise ScriptError(f"{script}: defines no callable {entry!r} (use --entry NAME)")
-    return function  # type: ignore[no-any-return]
-
-
 def model_spec_of(script: Path, entry: str, mode: str) -> ModelSpec:
     """Call the entry and check what it returned for `mode` (see `torch_steps_runner`)."""
     try:
-        return model_spec(load_entry(script, entry)(), mode, f"{script}: {entry}()")
+        factory = load_entry(script, entry, module_name=f"irprof_model_{script.stem}")
+        return model_spec(factory(), mode, f"{script}: {entry}()")
     except EntryError as error:
         raise ScriptError(str(error)) from error
 
@@ -266,32 +251,15 @@ def print_module(module: ir.Module) -> str:
     return text
 
 
-def versions() -> dict[str, str]:
-    """Versions recorded in the manifest."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    found = {"python": platform.python_version(), "torch": torch.__version__}
-    for package in ("iree-base-compiler", "irprof"):
-        try:
-            found[package] = version(package)
-        except PackageNotFoundError:
-            continue
-    return found
-
-
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     """Options mirror `irprof capture torch`."""
     parser = argparse.ArgumentParser(prog="irprof.frameworks.torch.runner")
     parser.add_argument("script", type=Path)
     parser.add_argument("staging", type=Path)
-    parser.add_argument("--entry", default="irprof_model")
-    parser.add_argument("--steps", type=int, default=5)
-    parser.add_argument("--warmup", type=int, default=2)
+    add_entry_options(parser, MODES)
     parser.add_argument("--levels", default="torch,linalg")
     parser.add_argument("--decompose", choices=("default", "none"), default="default")
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--mode", choices=MODES, default="infer")
-    parser.add_argument("--model-label", default="")
     return parser.parse_args(argv)
 
 
@@ -367,7 +335,9 @@ def main(argv: list[str] | None = None) -> int:
                 entry=args.entry,
                 steps=args.steps,
                 device="cpu",
-                versions=versions(),
+                versions=package_versions(
+                    {"torch": torch.__version__}, ("iree-base-compiler", "irprof")
+                ),
                 ir_levels=("torch", "linalg") if "linalg" in levels else ("torch",),
                 trace_files=(TRACE_FILE, REFERENCE_FILE),
                 options={

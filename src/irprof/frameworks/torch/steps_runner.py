@@ -37,15 +37,12 @@ from typing import Any
 import torch
 from torch.profiler import ProfilerActivity, profile
 
+from irprof.capture.entry import EntryError
 from irprof.capture.step_overhead import Conditions, measure_overhead
 from irprof.frameworks.torch.locations import PHASE_FUNCTIONS
 
 STEP_PREFIX = "ProfilerStep#"  # the name torch's own schedule gives its step annotations
 MODES = ("infer", "train")
-
-
-class EntryError(Exception):
-    """The entry's result cannot be used; the message names what is wrong and the fix."""
 
 
 @dataclass

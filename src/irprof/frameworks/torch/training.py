@@ -28,9 +28,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from irprof.correlate.training import phase_record
 from irprof.frameworks.torch.events import SEQUENCE_ARG, FxProgram, OpEvent
-from irprof.frameworks.torch.reference import split_by_step, step_windows
+from irprof.frameworks.torch.reference import split_by_step
 from irprof.trace.model import EventKind, Trace
+from irprof.trace.steps import step_windows
 
 ENGINE_PREFIX = "autograd::engine::evaluate_function: "
 ACCUMULATE_GRAD = "torch::autograd::AccumulateGrad"
@@ -121,7 +123,7 @@ def link_backward(
     forward_index = TopLevelIndex(trace, [e for e in events if e.phase == "forward"])
     flows = flow_links(trace, forward_index, TopLevelIndex(trace, backward))
     creators = sequence_creators(trace, forward_index)
-    windows = step_windows(trace) or [(min(e.ts_ns for e in events), 1 << 62)]
+    windows = step_windows(trace, nested=True) or [(min(e.ts_ns for e in events), 1 << 62)]
     steps, outside = split_by_step(backward, windows)
     for event in outside:
         links.unlinked[event.row] = "backward event outside every step marker"
@@ -187,7 +189,7 @@ def _link_accumulation(
     links.how[event.row] = f"gradient accumulation into {parameter}"
 
 
-def training_record(
+def torch_training_record(
     events: Sequence[OpEvent],
     attributed_rows: set[int],
 ) -> dict[str, Any]:
@@ -201,16 +203,10 @@ def training_record(
         if phase in attributed and event.row in attributed_rows:
             attributed[phase] += event.dur_ns
     rest = sum(profiled.values()) - sum(attributed.values()) - profiled["optimizer"]
-    return {
-        "phases_ns": {
-            "forward": attributed["forward"],
-            "backward": attributed["backward"],
-            "optimizer": profiled["optimizer"],
-            "other": 0,
-            "unattributed": rest,
-        },
-        "phases_profiled_ns": profiled,
-        "buckets": ["optimizer"],  # phases listed as unattributed: no IR op computes them
-        "backward_linked_ns": attributed["backward"],
-        "backward_unlinked_ns": profiled["backward"] - attributed["backward"],
-    }
+    return phase_record(
+        {**attributed, "optimizer": profiled["optimizer"]},
+        rest,
+        profiled,
+        buckets=["optimizer"],  # phases listed as unattributed: no IR op computes them
+        backward_linked_ns=attributed["backward"],
+    )
