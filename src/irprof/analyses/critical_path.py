@@ -1,26 +1,6 @@
 """The critical path of a step: the chain of causally linked work that bounds it.
 
-Each event of the causal DAG becomes two points, its start and its end, and the DAG's links
-become edges between points that never go back in time:
-
-- a leaf event: start -> end, weighted by its duration (work);
-- an event with children on its track: start -> first child's start, child's end -> next
-  child's start (sequence), last child's end -> end, each weighted by the time between (the
-  event's own work around its children);
-- consecutive top-level events (end -> next start) and flow links (the source's end, or its
-  start when the target began first -> the target's start) are dependencies of weight 0;
-- work handed to another track through a flow is waited for by the innermost event around the
-  source still open when it ends: a join edge leads back from the target's end to that event's
-  end, and the waiting event's own time while the target ran is not counted as work.
-
-The longest path by weight is the critical path. Every weighted edge spans at least its weight
-in time and a path moves forward in time, so its length never exceeds the step's wall time; it
-is the most work any one dependency chain did in the step. A thread blocked in a call with no
-flow to the work it waits for still counts that call's own time as work: read a long event
-whose children are few as "waited here".
-
-A step is a window between step markers (TF `irprof_step`, torch `ProfilerStep#N`); markers and
-profiler envelopes are not work and are left out. Without markers the trace is one window.
+Design notes: docs/views.md, "Module notes", `analyses/critical_path.py`.
 """
 
 from __future__ import annotations

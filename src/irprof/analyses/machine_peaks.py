@@ -1,15 +1,7 @@
 """This machine's roofs: peak FLOP rate (a float32 GEMM) and memory bandwidth (a streaming add),
 measured with numpy once and kept in a cache file the caller names.
 
-Nothing here is global: the caller passes the cache path (the CLI uses `default_peaks_cache()`,
-`~/.cache/irprof/peaks.json`) or the numbers themselves (`given_peaks`), and every output that
-uses the peaks records them with where they came from. A cache written on another machine (CPU
-model, logical CPUs, host, numpy or BLAS differ) or unreadable is measured again and replaced.
-
-The GEMM uses numpy's BLAS with its own threads; the streaming kernel runs one `numpy.add` per
-usable CPU on its own slice at once (numpy releases the GIL), counting 3 bytes moved per byte of
-an array (two read, one written), as STREAM counts its "Add". Both keep the best of several
-runs: a roof is what the machine can do, not what it did on average while shared.
+Design notes: docs/views.md, "Module notes", `analyses/machine_peaks.py`.
 """
 
 from __future__ import annotations

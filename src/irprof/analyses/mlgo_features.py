@@ -1,12 +1,7 @@
 """Per-op features from the IR and measured time as the score: training data for a learned cost
 model or an ML-guided compiler, in the shape of LLVM's MLGO `TrainingLogger` logs.
 
-One observation per profiled op (calls that repeat their callee's time left out), one context
-per IR level and function. The features are read from the IR's types (FLOPs and bytes moved by
-the cost model that attribution and the roofline use), nothing from the trace; the score is the
-op's mean measured time per event. Ids are CRC-32 of the names (`op_kind_id =
-crc32("tf.Conv2D")`), so they are the same in every run and every corpus without a shared
-vocabulary file (`irprof dataset` still writes one, to read the ids back).
+Design notes: docs/views.md, "Module notes", `analyses/mlgo_features.py`.
 """
 
 from __future__ import annotations

@@ -1,14 +1,6 @@
 """Where per-rank work runs: a dask.distributed cluster (local or remote), or this process.
 
-`open_runner(ClusterOptions(...))` yields a `Runner` whose `map` applies a function to items in
-parallel and returns the results in the items' order, calling `on_done` as each one finishes
-(for a progress bar fed by the scheduler's completion events). By default a local cluster of one
-single-threaded worker process per core (the work is Python and numpy under the GIL, so
-processes, not threads; forked on Linux, see `can_fork_workers`);
-`scheduler="tcp://HOST:PORT"` uses a running `dask scheduler` (its workers must see the same
-files: a shared file system); `workers=0` runs everything here, in order, without Dask. A task
-that dies with its worker comes back as the exception, in its place, so one bad rank never
-loses the others.
+Design notes: docs/views.md, "Module notes", `analyses/rank_cluster.py`.
 """
 
 from __future__ import annotations

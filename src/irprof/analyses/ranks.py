@@ -1,11 +1,6 @@
 """Multi-rank summary: one trace per rank of a distributed run, side by side, stragglers flagged.
 
-A rank's number comes from Kineto's `distributedInfo.rank`, else from the last number in its file
-name (`rank-3.json.gz`, `worker_3.pt.trace.json`). Its step time is the mean duration of its step
-events (`ProfilerStep#N`), or its device window when it recorded none, or its trace span. A rank
-is a straggler when its step time exceeds the median over ranks by more than `threshold` (a
-fraction: 0.1 means 10% slower); the others then wait for it in their collectives, which shows as
-communication time on the fast ranks.
+Design notes: docs/views.md, "Module notes", `analyses/ranks.py`.
 """
 
 from __future__ import annotations

@@ -1,21 +1,7 @@
 """Roofline per hotspot row: FLOPs and bytes from the IR (`mlir.cost_model`) against measured
 time and this machine's peaks.
 
-A row is what `irprof top` lists: an op, a group of ops that ran as one kernel (its measured
-time against the group's FLOPs and only the bytes crossing its boundary), an op kind or a name
-scope (sums over their ops). Per row:
-
-- arithmetic intensity = FLOPs / bytes; achieved GFLOP/s and GB/s = FLOPs or bytes / time;
-- the roof = min(peak GFLOP/s, intensity * peak GB/s); `roof_fraction` = the time the op would
-  take at its roof / the time it took (the same as achieved / roof, and also defined for copies
-  that do no FLOPs);
-- bound: `overhead` when an execution took under `overhead_ns` and reached under
-  `overhead_fraction` of its roof (at that size fixed costs, not compute or memory, set the
-  time; an op doing no work at all is overhead too), else `compute` at or right of the ridge
-  point (peak GFLOP/s / peak GB/s) and `memory` left of it; `unknown` without a cost or peaks.
-
-An op's executions are its events divided by its distinct kernels (an op run as two kernels
-has two events per run), so FLOPs per run times executions is its work over the profile.
+Design notes: docs/views.md, "Module notes", `analyses/roofline.py`.
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
 """Run diff: the same model in two runs (another compiler, flag, framework version or code edit),
 compared op by op, scope by scope and op kind by op kind, per step.
 
-Times are per step (runs may profile different step counts) and come with a bootstrap interval
-of the difference from per-step samples (`run_diff_samples`): a delta is significant when the
-interval excludes zero. Ops are matched by location keys (`run_diff_match`); scopes and kinds
-are summed on each side on their own, so a layer whose ops were decomposed or fused differently
-still compares as a whole.
+Design notes: docs/views.md, "Module notes", `analyses/run_diff.py`.
 """
 
 from __future__ import annotations

@@ -1,19 +1,6 @@
 """Match the ops of two runs by location keys, and compare which ops each run fused together.
 
-Attributes do not survive a recompile; locations do. An op of run A matches an op of run B on
-the most specific key they share, in passes over the ops still unmatched:
-
-1. `name+source`: runtime name (TF node, JAX op_name path, torch module|node) and innermost
-   `file:line:col`, the n-th op with that pair in A to the n-th in B (walk order);
-2. `name`: the runtime name alone (the source moved: a code edit above the op);
-3. `source+kind`: the source position and the op kind (ops with no runtime name);
-4. `node`: the `module|node` part of a torch name whose target changed (`aten.conv2d` became
-   `aten.convolution` under another decomposition), where one op on each side is left with it;
-5. `source`: the source position alone, likewise only where it is unique on both sides.
-
-Fusion is read from the kernels: ops that list the same kernel (a fused TF kernel, an XLA
-fusion, an IREE dispatch) ran together. Comparing those groups across the match tells which ops
-one run fused and the other did not, and which groups kept their members but changed kernel.
+Design notes: docs/views.md, "Module notes", `analyses/run_diff_match.py`.
 """
 
 from __future__ import annotations

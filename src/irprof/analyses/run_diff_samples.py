@@ -1,22 +1,6 @@
 """Per-step samples of an op's time, derived from the trace, and bootstrap intervals on them.
 
-`irprof.profile` keeps count/min/max/mean, not one value per step, so the diff goes back to the
-trace. An op's `kernels` are the exact event names the correlator attributed to it, and its
-`total_ns` is its share of those events; the same share applied to each step's events gives the
-op's time in that step. How the steps are found, in order of preference:
-
-- `step-markers`: the trace has two or more step events (TF `irprof_step`, torch
-  `ProfilerStep#N`): an event belongs to the step whose window holds its start;
-- `occurrence`: no markers, but each of the op's kernels ran a multiple of the manifest's step
-  count times: the k-th run of consecutive occurrences is step k (XLA runs each thunk once per
-  step);
-- `event-bootstrap`: neither: the op's individual events (shared out like the total) are the
-  samples, and a step's time is their sum divided by the step count;
-- `profile-only`: no event of the op is in the trace: the profile's total, with no interval.
-
-The bootstrap resamples each op's samples with replacement (steps, or events) and reports the
-percentile interval of the difference of per-step means. The seed is an explicit option, so two
-runs of `irprof diff` print the same interval.
+Design notes: docs/views.md, "Module notes", `analyses/run_diff_samples.py`.
 """
 
 from __future__ import annotations

@@ -2,11 +2,7 @@
 module paths; the function, when there are several, for rows without a scope) -> the measured
 rows under them.
 
-The leaves are the rows of the collapsed hotspot table: a single op, or a group of ops that ran
-as one event (a fused kernel, a decomposed call) holding the group's measured time, placed in
-the deepest scope all its members share. Every inner node's time is the sum of its children,
-so the root holds all attributed time; profiled time that no op received is a leaf of its own
-under the root ("unattributed"), so the tree adds up to what the profiler measured.
+Design notes: docs/views.md, "Module notes", `analyses/scope_tree.py`.
 """
 
 from __future__ import annotations

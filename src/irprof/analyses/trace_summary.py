@@ -1,12 +1,7 @@
 """What a trace holds at a glance: counts, tracks, span, the names that take the most time, and
 where each device's time goes (compute, communication, memory copies, idle), stream by stream.
 
-Device work is the events of a device kind (`EventKind.on_device`: kernels, IREE dispatches,
-collectives, memcpy, memset). Per stream and per device, each category's time is the union of its
-intervals (overlapping kernels on one device count once), `busy_ns` the union of all of them, and
-`idle_ns` the rest of the window from the first device event to the last. The profiler's own
-envelope (`EventKind.ENVELOPE`, "PyTorch Profiler (0)") is never listed among the top names.
-Totals are summed exactly: beyond int64 they are Python ints, never wrapped.
+Design notes: docs/views.md, "Module notes", `analyses/trace_summary.py`.
 """
 
 from __future__ import annotations

@@ -1,17 +1,6 @@
 """What profiling costs a step: the `options.overhead` record every capture writes.
 
-Three conditions are timed in the capture's own process, each as a block of the same number of
-steps: no profiler, the framework's profiler at its defaults, and irprof's timed-step settings
-(its trace dropped). They run in `ROUNDS` rounds, the order rotated each round (each condition
-first, second and last in turn), so neither a drift of the step time over the measurement nor
-the position after a session's stop favours one, and each block starts from a collected heap.
-Each figure is the median over all of its condition's steps; irprof's includes the steps of the
-timed window itself (the same settings, its trace kept), whose own median is recorded apart as
-`timed_window_ns`.
-
-Measured on the 2-core VM before the rotation: one block per condition (baselines before and
-after the timed window) gave irprof / profiler ratios from 0.59x to 1.24x for settings that
-differ by a step marker, i.e. the position of a block, not irprof, decided the ratio.
+Design notes: docs/frameworks.md, "Module notes", `capture/step_overhead.py`.
 """
 
 from __future__ import annotations

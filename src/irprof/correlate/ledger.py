@@ -1,22 +1,6 @@
 """One attribution ledger for every correlator: events in, per-op profiles and coverage out.
 
-A correlator feeds each profiled event to the ledger exactly once, either with the ops it ran
-(`record`) or with why it reached none (`unattributed`). The ledger
-
-- splits an event over several ops by integer weights (an analytic FLOP estimate, bytes, or even
-  shares), with the remainder handed out so the shares add up to the event's duration exactly;
-- remembers the event's group (a fused kernel, a decomposed call, an XLA fusion): its id, the
-  measured total of all its events, the member count and the share basis, so a reader can tell a
-  measured time from an estimated share;
-- keeps op -> events and event -> ops, and the unattributed events by name with their reason;
-- gives an event only part of whose work reached ops the rest as unattributed, in one exact
-  split (`record_with_rest`);
-- keeps inclusive views beside the shares: an op that contains work without running it (a call
-  op of the ops reached through it, a launch site of the dispatch it launched) sees that work's
-  time per event (`include`), outside conservation since the time is already recorded;
-- checks time conservation: attributed + unattributed == profiled, to the nanosecond (`close`).
-
-A training step's ledger is summed by phase in `correlate.training`.
+Design notes: docs/attribution.md, "Module notes", `correlate/ledger.py`.
 """
 
 from __future__ import annotations

@@ -1,17 +1,6 @@
 """A training step's time by phase: what every framework's training record shares.
 
-Each framework finds its own forward and backward ops or events (TF gradient name scopes, JAX
-`transpose(jvp(...))` paths, PyTorch's autograd links); this module holds the rest:
-
-- `DefUse`: def-use over a level's ops by walk position, and closures along it, from which the
-  optimizer phase is read (the ops consuming what the backward ops computed);
-- `label_phases`: one phase per op from the framework's sets;
-- `phase_record`: the record's shape, `phases_ns` adding up to the profiled time;
-- `training_summary` / `training_record`: that record from a ledger and a `TrainingPhases`, with
-  each backward op's time listed against the forward ops it differentiates;
-- `training_brief`: the record without its per-op rows, for `coverage.json`.
-
-See docs/attribution.md.
+Design notes: docs/attribution.md, "Module notes", `correlate/training.py`.
 """
 
 from __future__ import annotations

@@ -1,23 +1,6 @@
 """`EventDag`: the trace as a directed acyclic graph of events, built by sweeps, never pairwise.
 
-Two modes (`DAG_MODES`):
-
-* `causal` (default): on each track, containment makes parent -> child edges (a TF executor scope
-  -> the op it ran, an aten op -> the aten op it called); consecutive children of one parent (and
-  consecutive top-level events) make predecessor -> successor edges; the trace's flow links
-  (Kineto ac2g launch -> kernel, TraceMe producer -> consumer) become edges. Nothing is linked
-  because it merely overlaps in time, so there are no false dependencies. `level` is the nesting
-  depth on the event's track.
-* `levels`: the original traceReader's construction. Events are intervals; a level is a maximal run
-  of mutually overlapping intervals in start order (intervals overlap mutually iff the latest start
-  precedes the earliest end, so one sweep keeping the running minimum end finds them), and every
-  node of a level links to every node of the next. That all-pairs step is the definition, so its
-  size is |L_k| x |L_k+1|; above `max_level_edges` the build stops with a UsageError pointing at the
-  filters rather than writing a graph nobody can open.
-
-Nodes are numbered in (start, longest first, trace row) order and every edge goes from a lower to
-a higher number, so the graph is acyclic by construction. A flow link that points backwards in
-that order (clock skew between host and device) is dropped and counted in `notes`.
+Design notes: docs/traces.md, "Module notes", `event_dag/model.py`.
 """
 
 from __future__ import annotations

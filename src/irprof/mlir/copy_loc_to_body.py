@@ -1,11 +1,6 @@
 """Give the body ops of linalg ops their parent's location.
 
-Named linalg ops (`linalg.matmul`, `linalg.fill`, ...) build their region implicitly with
-`loc(unknown)`, so after `convert-linalg-to-loops` the arithmetic of the loop body would have no
-location and no origin. Copying the parent's location first keeps the body traceable.
-Body ops that do have a location of their own (a `linalg.generic` payload written by a frontend)
-keep it as the callee of `callsite(own at parent)`: they execute as part of the parent, so after
-lowering they still lead back to the parent's origin (which is what the profiler measured).
+Design notes: docs/mlir.md, "Module notes", `mlir/copy_loc_to_body.py`.
 """
 
 from __future__ import annotations

@@ -1,26 +1,6 @@
 """The cost of an op from its IR types: FLOPs and bytes moved, one model for every use.
 
-Attribution splits a fused kernel or a decomposed call over its ops by these FLOPs (or bytes for
-pure data movement); the roofline divides them by measured time; the MLGO log and `irprof.cost`
-carry them as features. Counting rules, per op executed once:
-
-- matrix products (dot/dot_general, MatMul, BatchMatMul, mm/bmm/addmm/linear, tosa.matmul,
-  fully_connected): 2*M*N*K, plus one per output element for a fused bias or activation;
-- convolutions (incl. depthwise and grouped, TF's backprop ops): 2 * output elements * the
-  filter elements feeding one output;
-- linalg structured ops (named or generic): iteration points * arithmetic ops in the body, so
-  `linalg.matmul` is 2*M*N*K and a ReLU generic is 2 per element (compare + select);
-- elementwise ops: one per output element (transcendentals too); reductions and pooling: one
-  per input element (pooling: per output element and window element when the window is known);
-- softmax and normalisations: a fixed count per element (`PER_ELEMENT`);
-- gathers, copies, transposes, broadcasts, pads, fills, casts: no FLOPs;
-- views, constants, metadata, terminators and ops inside a structured op's body (counted by
-  their parent): nothing at all.
-
-Bytes are the compulsory traffic of the op run alone: each distinct tensor operand read once and
-each result written once (linalg: the `outs` only when the body reads them); a slice or gather
-moves what it selects (twice: read and written) plus its indices. Scalars and resource handles
-move nothing. An unknown shape (unranked, dynamic) makes the number None, never a guess.
+Design notes: docs/mlir.md, "Module notes", `mlir/cost_model.py`.
 """
 
 from __future__ import annotations

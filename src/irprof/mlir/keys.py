@@ -1,14 +1,6 @@
 """Correlation keys derived from a location tree: runtime names, source position, origins.
 
-What each framework puts in locations (see docs/frameworks.md):
-- TensorFlow: the graph node name as a NameLoc, inside `fused["Type:", "node/name"]`
-  (`convert_graph_def`) or wrapping a chain of Python call-site frames (`convert_function`);
-  ops of non-entry functions are named `node@function`.
-- JAX: `NameLoc("jit(f)/dot_general")` around call-site chains of FileLineCol ranges; ops of
-  private functions carry only the primitive (`loc("max")`) and, once inlined, sit in a
-  `callsite(primitive at caller)` whose caller holds the full path.
-- torch (FX importer): call-site FileLineCol chains, no NameLoc unless the capture adds one.
-- irprof: `irprof-stamp-origin` wraps a location in `NameLoc("irprof.origin=<level>#<index>")`.
+Design notes: docs/mlir.md, "Module notes", `mlir/keys.py`.
 """
 
 from __future__ import annotations

@@ -1,14 +1,6 @@
 """Re-derive annotations on lowered IR from an upper level's origin-keyed profile.
 
-The upper level was stamped (`irprof-stamp-origin`) before it was correlated, so its entries
-carry `origin` keys, and lowering kept the stamps inside the lowered ops' locations. Each lowered
-op is matched to the upper entries whose origins it carries:
-- one origin: the op gets that origin's data; when the origin reaches several lowered ops (a
-  split), each carries the full data and `source` says `split 1/N`, so do not sum them;
-- several origins (the lowering fused ops): the op gets the sum of their time, `fused_with`
-  lists the origins, and `source` names them all.
-Trivial ops (`irprof.coverage.is_trivial_op`: containers, constants, terminators) are skipped:
-they inherit their neighbours' locations but do no work.
+Design notes: docs/mlir.md, "Module notes", `mlir/reattach.py`.
 """
 
 from __future__ import annotations

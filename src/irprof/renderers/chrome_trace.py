@@ -1,13 +1,7 @@
 """Trace export as Chrome trace-event JSON (`--to chrome`; Perfetto's UI and chrome://tracing
 open it). The native Perfetto export is `perfetto_proto`.
 
-The original events keep their tracks, names and arguments; events attributed to IR ops gain an
-`irprof` argument naming those ops and their locations. Ops of private functions are named and
-placed through the call that reaches them, as `irprof top` shows them, with `runtime_name`
-keeping the IR's own name. One extra process, "irprof IR", holds a track per annotated IR level
-with a slice per op placed at each of its kernels' times, so the timeline shows kernel time next
-to the op that caused it. Times are microseconds (floats with nanosecond digits) relative to the
-first event; the absolute base is in `metadata`.
+Design notes: docs/views.md, "Module notes", `renderers/chrome_trace.py`.
 """
 
 from __future__ import annotations

@@ -1,20 +1,6 @@
 """An `MlgoLog` in LLVM's MLGO `TrainingLogger` format (llvm/lib/Analysis/TrainingLogger.cpp).
 
-The file is binary with newlines for readability:
-
-    {"features":[<TensorSpec>...],"score":<TensorSpec>}
-    {"context":"<name>"}
-    {"observation":0}
-    <raw little-endian bytes of every feature tensor, in header order, no separators>
-    {"outcome":0}
-    <raw bytes of the score tensor>
-    {"observation":1}
-    ...
-
-Every JSON line ends in a newline, the feature bytes are followed by one newline (the end of the
-observation) and the score bytes by another. Observation numbers restart at 0 in each context.
-A reader must take tensor sizes from the header, never from line breaks: the bytes may hold
-0x0A. LLVM's own `log_reader.py` reads this file.
+Design notes: docs/views.md, "Module notes", `renderers/mlgo_log.py`.
 """
 
 from __future__ import annotations

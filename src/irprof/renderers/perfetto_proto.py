@@ -1,23 +1,6 @@
 """Trace export as a native Perfetto trace (`.pftrace`): TracePacket protobufs, no JSON.
 
-Written with the `perfetto` package's own `perfetto_trace.proto` classes, so the file is what the
-Perfetto UI and trace processor read natively:
-
-- every track of the trace becomes a named track under one parent per process; events that
-  overlap without nesting (async work on one thread) go to "overlap N" tracks under it, because
-  a track's slices must nest;
-- "irprof IR" holds one track per annotated IR level with a slice per attributed op at each of
-  its kernels' times, and debug annotations for the op (name, kind, location, function, level,
-  its profile's totals and group);
-- one flow per attributed event links the kernel slice to its op's slices at every level, so
-  selecting a kernel walks to the IR ops it ran (and across levels);
-- counter events of the trace become counter tracks (one per counter and value name);
-- with the ops' FLOPs (`CostedTraceExport`), one counter track per IR level holds the achieved
-  GFLOP/s: each op slice adds its FLOPs over its duration while it runs (a fused kernel's
-  members add up to the kernel's rate);
-- the original event arguments are debug annotations on their slices.
-
-Timestamps are the trace's own nanoseconds (epoch ns for XPlane) on Perfetto's default clock.
+Design notes: docs/views.md, "Module notes", `renderers/perfetto_proto.py`.
 """
 
 from __future__ import annotations

@@ -1,16 +1,6 @@
 """Source ops no compute op of any IREE dispatch names: free, or absorbed into a consumer.
 
-After IREE compiled a module, a source op can be missing from every dispatch for three reasons,
-told apart on the source IR alone:
-
-- it only re-indexes data (broadcast, reshape, transpose, view, slice, squeeze...): IREE folds
-  it into the indexing maps or binding offsets of the ops that read it: no work of its own;
-- it is computed from constants only (`aten.full`, a mask built from literals): folded at
-  compile time: no work at run time;
-- its work was absorbed into a consumer that kept only its own location: IREE raises
-  `max -> sub -> exp -> sum -> div` into one `linalg.softmax` located at the `div`. The op is
-  then measured with that consumer: it joins the consumer's dispatch group with an estimated
-  share (one operation per element of its largest operand or result), recorded in its `source`.
+Design notes: docs/iree.md, "Module notes", `frameworks/iree/absorbed.py`.
 """
 
 from __future__ import annotations

@@ -1,23 +1,6 @@
 """`--backend iree|both` of `irprof capture jax` / `capture torch`: the framework's IR run by IREE.
 
-The framework child lowers the model as usual (StableHLO for JAX, torch-dialect MLIR for
-PyTorch); the very IR it wrote is then compiled and profiled by `frameworks/iree/capture.py`, so the
-source level of the IREE bundle is byte for byte the framework bundle's and its ops carry the same
-locations: `irprof diff` matches them by location keys. Bundle layout:
-
-    --backend xla / torch (default)   RUN is the framework bundle, as without the option.
-    --backend iree                    RUN is an IREE bundle (framework "iree"). The framework
-                                      child still runs once (1 step, no warm-up) into a
-                                      temporary bundle, because lowering happens there; its
-                                      trace is discarded.
-    --backend both                    RUN is the framework bundle and RUN/iree/ the IREE
-                                      bundle of the same IR; RUN's manifest names it
-                                      (`options.iree_bundle`).
-
-Each is a complete bundle with its own manifest, read by `RunBundle` like any other
-(`irprof annotate RUN/iree`, `irprof diff RUN RUN/iree`). The IREE manifest records where its
-IR came from (`options.compiled_from`). Inputs are random, drawn from the function's signature
-(the framework's example arguments stay in the child): same shapes, other values.
+Design notes: docs/iree.md, "Module notes", `frameworks/iree/backend.py`.
 """
 
 from __future__ import annotations

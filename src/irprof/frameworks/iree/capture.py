@@ -1,24 +1,6 @@
 """`irprof capture iree`: compile an MLIR module with IREE for this CPU and profile its dispatches.
 
-No framework runs in-process: the module is parsed with the MLIR bindings (signature, input
-dialect, origin stamps) and IREE's own tools compile, run and project the profile. Every op of
-the source is stamped with `irprof.origin=<level>#<index>` before compiling, so each op of the
-flow IR and of every dispatch names the source op it came from, whatever IREE fused. Bundle:
-
-    RUN/ir/<source>.mlir          the input as given (`stablehlo`, `torch`, `tosa` or `linalg`)
-    RUN/ir/flow.mlir              `iree-compile --compile-to=flow` of the stamped input
-    RUN/ir/dispatch-creation.mlir `--compile-to=dispatch-creation`: every launch site's own
-                                  dispatch region, before IREE deduplicates executables
-    RUN/executables/*.mlir        each dispatch's executable source (`--iree-hal-dump-...`)
-    RUN/trace/dispatch.jsonl      the profiled runs' lines of `dispatch.all.jsonl` (the trace
-                                  every command reads: warm-up runs left out, as in the other
-                                  stacks' traces, so each dispatch ran `steps` times per site)
-    RUN/trace/dispatch.all.jsonl  `iree-profile dispatch --dispatch_events --format=jsonl`
-    RUN/trace/model.ireeprof      the HAL profile itself, untouched
-    RUN/trace/executable.jsonl, RUN/trace/explain.jsonl   the other projections
-
-Warm-up: the tool runs warm-up and profiled iterations in one process (a warm-up in another
-process would warm nothing); `options.warmup_until_ns` marks where the profiled steps start.
+Design notes: docs/iree.md, "Module notes", `frameworks/iree/capture.py`.
 """
 
 from __future__ import annotations

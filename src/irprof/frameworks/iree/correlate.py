@@ -1,18 +1,6 @@
 """IREE correlator: profiled dispatches -> their `flow.executable` -> compute ops -> source ops.
 
-The capture compiled an origin-stamped copy of the source, so every flow op names the source
-op it came from (`iree_dispatch.origins`). For one dispatch invocation (a `DISPATCH` event of
-the `iree-profile` trace, warm-up runs left out by the manifest's `warmup_until_ns`):
-
-- level `flow`: its time is shared among the ops of the dispatch's function by estimated work
-  (`iree_dispatch`: iteration points x body ops; loads/stores get 0 ns but record the dispatch);
-  the host-side `flow.dispatch` op that launches it gets the whole time, inclusively.
-- the source level (`stablehlo`, `torch`, `tosa`, `linalg`): the same work shares summed per
-  source op, so a dispatch that fused several source ops is a group whose members' shares add up
-  to its time (`fused_with` names the other members, `source` gives each share and the basis);
-  `func.call` ops an op was inlined through get its share inclusively.
-
-Dispatches no export matches, and work whose op carries no origin, are unattributed and listed.
+Design notes: docs/iree.md, "Module notes", `frameworks/iree/correlate.py`.
 """
 
 from __future__ import annotations

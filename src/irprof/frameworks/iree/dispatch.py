@@ -1,20 +1,6 @@
 """What each IREE dispatch ran: its flow ops, their estimated work, the source ops behind them.
 
-A dispatch key (`main_dispatch_2_matmul_16x128x6272_f32`) is the name of a `flow.executable.export`
-in the flow IR; the export's function holds the dispatch's ops. Binding loads/stores, constants and
-empty tensors carry neighbours' locations and do no arithmetic, so only compute ops are weighed:
-
-- a body op of a linalg (or other structured) op: the iteration-domain size of its parent (one
-  operation per point: a matmul body `mulf`+`addf` gives 2*M*N*K);
-- an op without a body that computes (linalg.fill, tensor.pad, ...): its domain;
-- a structured op with body ops: nothing itself (its body ops carry the work and locations).
-
-The domain comes from `indexing_maps` and operand shapes; for named ops without maps it is
-estimated (matmul-like: output elements * K, convolution: output elements * filter window, else
-output elements). Each compute op names its source op through the innermost
-`irprof.origin=<level>#<index>` stamp of its location (the capture stamped the source before
-compiling; outer stamps are the `func.call` ops it was inlined through); a body op without one
-(IREE gives generated bodies `loc(unknown)`) inherits its parent's.
+Design notes: docs/iree.md, "Module notes", `frameworks/iree/dispatch.py`.
 """
 
 from __future__ import annotations

@@ -1,21 +1,6 @@
 """Launch sites of IREE dispatches: which `flow.dispatch` ran each event, and that site's own ops.
 
-IREE deduplicates structurally identical executables: the 24 steps of an unrolled LSTM cell, or
-a layer norm called twice, share one `flow.executable` whose body names only the first
-instance's source ops. Attributing by the executable alone would give every instance's time to
-the first one. Two things keep the instances apart:
-
-- the flow IR's `flow.dispatch` ops (the launch sites, in program order), one per instance;
-- the dispatch-creation IR (`iree-compile --compile-to=dispatch-creation`, before outlining and
-  deduplication), whose `flow.dispatch.workgroups` regions are the same sites in the same program
-  order, each holding its own ops with its own origin stamps. Site i of one is site i of the
-  other; the pairing is checked by location, and a mismatch leaves every key on its executable.
-
-Within one submission (one run of the function) the j-th event of a key is its j-th site. Sites
-of one key are launched in program order; independent sites the scheduler might reorder run the
-same executable on the same shapes, so at worst equal work changes places. A key whose events per
-submission differ from its sites (a launch inside a loop, a branch) keeps its executable's plan,
-and the coverage warnings say so.
+Design notes: docs/iree.md, "Module notes", `frameworks/iree/sites.py`.
 """
 
 from __future__ import annotations

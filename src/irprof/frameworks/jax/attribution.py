@@ -1,36 +1,6 @@
 """Share XLA thunk time among the IR ops each thunk ran.
 
-XLA:CPU emits one trace event per thunk, named after its HLO instruction (`hlo_op` argument).
-A thunk for a fusion runs every instruction of the fused computation; each instruction maps to
-IR ops through `JaxOpIndex`. The thunk's time is split by the fused-time rule:
-
-- `flops` (the default): each member instruction gets time in proportion to its estimated FLOPs
-  (`hlo.instruction_flops`: 2*M*N*K for dot, 2*out*window for convolution, input elements for
-  reductions, output elements for elementwise ops, 0 for data movement such as broadcast or
-  bitcast). Members that reach no IR op are left out of the proportion. A fusion that only
-  moves data (transpose, copy, slice: all members 0 FLOPs) is shared in proportion to the
-  elements each member writes (bitcasts, parameters and constants write nothing); when that is
-  0 too, evenly.
-- `even`: every member instruction that reaches an IR op gets the same share.
-
-A member with a zero share still records the kernel on its ops (count, `kernels`), with 0 ns:
-the op ran inside that thunk, its cost is accounted to the arithmetic it feeds.
-
-An instruction's share is split evenly among the IR ops it reaches (several ops can carry the
-same name and source; direct opcode translations are preferred, see `JaxOpIndex.refine`). The call
-ops an instruction was inlined through receive the same share as an inclusive total.
-
-Kernels XLA built without op metadata (a weight-gradient convolution, the layout copies that
-feed it) are placed from the program's structure where it is unambiguous (`hlo_orphans`).
-
-A `while` or `conditional` thunk's event spans the thunks of its body or branch, recorded on the
-same thread: its time counts without them (the loop's own overhead), so nested time is counted
-once.
-
-Asynchronous thunks: the thunk's event marks the launch and a separate `end: <instruction>` event
-its completion. The pair is found through the TraceMe producer/consumer ids (`_p` on the thunk
-equals `_c` on the end event), else as the next `end: <name>` event on the same track; the
-thunk's time then runs from its start to the end of its `end:` event.
+Design notes: docs/jax.md, "Module notes", `frameworks/jax/attribution.py`.
 """
 
 from __future__ import annotations

@@ -1,19 +1,6 @@
 """`irprof capture jax`: run a JAX script in a child process under `jax.profiler.trace`.
 
-The child (`irprof.frameworks.jax.runner`, the only module importing jax) writes the bundle into a
-staging directory beside the target; this parent renames it into place only when the child
-succeeded, so a failed capture never leaves a partial bundle. Bundle layout:
-
-    RUN/manifest.json
-    RUN/ir/stablehlo.mlir     `jax.jit(f).lower(*args).as_text(debug_info=True)`
-    RUN/ir/hlo.txt            optimized HLO of the compiled executable that was profiled
-    RUN/trace/*.xplane.pb     the profiler's own files, untouched (+ perfetto/trace JSON)
-
-`mode="train"` profiles a training step built from the script's loss function
-(`jax.value_and_grad` + SGD, `frameworks/jax/steps_runner.py` gives the entry convention).
-
-`backend="iree"` / `"both"` compiles that StableHLO with IREE instead of / besides XLA
-(`frameworks/iree/backend.py` gives the layout: the IREE run is its own bundle, RUN or RUN/iree).
+Design notes: docs/jax.md, "Module notes", `frameworks/jax/capture.py`.
 """
 
 from __future__ import annotations

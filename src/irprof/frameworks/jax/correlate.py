@@ -1,23 +1,6 @@
 """JAX/XLA correlator: XLA:CPU thunk events -> HLO instructions -> StableHLO ops.
 
-Steps (docs/frameworks.md, JAX section):
-1. Read the bundle's XPlane. Its `/host:metadata` plane holds each program's HloProto
-   (`Trace.hlo_programs`), so the trace alone is enough; `RUN/ir/hlo.txt` is the fallback.
-2. Thunk events (argument `hlo_op`, of the profiled `hlo_module`) with async durations resolved
-   (`hlo_attribution.thunk_events`).
-3. Each thunk -> its HLO instruction and, for a fusion, every instruction of the fused
-   computation -> (op_name, source chain) -> StableHLO ops (`hlo_ir_index.JaxOpIndex`), time
-   shared by the fused-time rule (`CorrelationOptions.fused_time_rule`: "default"/"flops" or
-   "even", see `hlo_attribution`).
-4. One `OpProfile` entry per annotated op, keyed by the op's own `OpKey` (name, source,
-   ordinal), `kernels` = the exact thunk event names, `fused_with` = key names of the other ops
-   sharing a thunk. `func.call` ops of inlined private functions get the inclusive time of the
-   ops reached through them.
-
-Unattributed events (no metadata: layout copies) are listed in the coverage with their time.
-Ops XLA removed (folded, CSE'd, turned into bitcasts: their identity is in no instruction of the
-compiled program) are listed with that reason and left out of `ops_nontrivial`, since they do no
-work at run time; they are counted in `Coverage.ops_not_executed` and listed with their reason.
+Design notes: docs/jax.md, "Module notes", `frameworks/jax/correlate.py`.
 """
 
 from __future__ import annotations

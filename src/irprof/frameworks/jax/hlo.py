@@ -1,18 +1,7 @@
 """Decode an XLA program into what correlation needs: per instruction, its framework op name,
 its source call chain, a FLOP estimate, and for a fusion every instruction it runs.
 
-Two inputs give the same `HloModuleInfo`:
-- the serialized `HloProto` that the XSpace's `/host:metadata` plane stores per program
-  (`Trace.hlo_programs`), decoded with irprof's own schema subset (`hlo_proto/hlo.proto`), so a
-  trace alone is enough and jaxlib is not needed;
-- the optimized HLO text (`RUN/ir/hlo.txt`, `compiled.as_text()`) as a fallback, parsed from its
-  `FileNames`/`FunctionNames`/`FileLocations`/`StackFrames` tables and `metadata={...}`.
-
-Source chains are `file:line:col` strings, innermost (callee-most) frame first, the same form as
-`irprof.mlir.keys.call_chain` gives for MLIR locations. Stack frame ids are 1-based in the proto
-(0 = none). The text printer writes `parent_frame_id` one higher than the proto holds (checked on
-jaxlib 0.10.2: the printed parent of a top-level frame is 1, the proto's is 0), so the text parser
-subtracts one.
+Design notes: docs/jax.md, "Module notes", `frameworks/jax/hlo.py`.
 """
 
 from __future__ import annotations

@@ -1,22 +1,6 @@
 """StableHLO ops indexed by the identity XLA keeps in HLO metadata: (op name, source chain).
 
-JAX names an op in its location (`NameLoc("jit(f)/dot_general")` around the call-site chain of
-FileLineCol ranges) and XLA copies both into each HLO instruction's `OpMetadata` (`op_name`,
-`stack_frame_id`). Names are not unique (two `jnp.dot` calls are both `jit(f)/dot_general`), so
-the identity is the name plus the source chain, innermost frame first.
-
-Ops of a private function (a `jax.jit`-wrapped helper reached through `func.call`) carry only the
-primitive (`loc("dot_general"("dense"(file:30:11)))`) and only the helper's own frames. XLA inlines
-the call, and the inlined instruction's metadata holds the caller's name and frames too:
-`jit(mlp)/jit(dense)/dot_general` with frames `[dense 30:11, mlp 45:25, ...]`. So an op in a
-private function gets one identity per call site: `<call op name>/<primitive>` and its own chain
-followed by the call op's chain, recursively for nested helpers. A helper called from two places
-is one op in StableHLO and two instructions in HLO: the op receives both.
-
-Lookup is exact on (name, full chain) first and on (name, innermost position) second, with file
-names compared by path suffix so absolute and folder-relative paths still meet. Ops a Python loop
-made on one line share name and chain; among them an instruction goes to the ops of its own
-opcode and result size.
+Design notes: docs/jax.md, "Module notes", `frameworks/jax/ir_index.py`.
 """
 
 from __future__ import annotations

@@ -1,24 +1,6 @@
 """Kernels XLA created without op metadata, placed by the program's structure.
 
-XLA's rewrites sometimes build a new instruction and drop the metadata of the one it replaced:
-the weight gradient of a convolution comes out as a bare `convolution` fed by two
-`transpose_copy_fusion`s that lay its operands out, none with an `op_name`. Two rules, both
-from structure, never from names:
-
-1. A compute instruction without metadata (not data movement) stands for the IR ops of the
-   kind it implements (`convolution` -> `stablehlo.convolution`) that no instruction with
-   metadata reaches, whose result has as many elements as the instruction's; it is placed only
-   when exactly one such op exists in the module.
-2. A data-movement or type-conversion kernel without metadata (a layout copy, the bf16 -> f32
-   `convert` XLA:CPU puts before a convolution) runs for the instruction that consumes it: when
-   its only consumer (looking through metadata-less bitcasts and tuples) is placed, by its
-   metadata or by rule 1, the kernel's time goes to that consumer's ops (a copy into a loop's
-   initial state goes to the `while`).
-3. Such a kernel inside a loop body or condition (a copy of the induction variable) is the
-   loop's plumbing: its time goes to the ops of the one `while` instruction running that
-   computation.
-
-What neither rule places stays unattributed with the reason it has today.
+Design notes: docs/jax.md, "Module notes", `frameworks/jax/orphans.py`.
 """
 
 from __future__ import annotations

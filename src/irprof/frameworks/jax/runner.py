@@ -1,18 +1,6 @@
 """Child process of `irprof capture jax`; it and `jax_steps_runner` alone import jax.
 
-Loads the user's script, calls its entry (`irprof_model()` -> `(function, example_args)`; with
-`--mode train` a loss function that irprof wraps in a training step, see `jax_steps_runner`),
-lowers `jax.jit(step)` to StableHLO with locations, compiles it, runs warm-up steps, times steps
-without and with the profiler, then profiles N steps under `jax.profiler.trace` and writes a run
-bundle into `--out` (a staging directory the parent renames into place). Usage errors exit with
-code 2 and one line `irprof-capture-error: <message>` on stderr, which the parent turns into a
-`CaptureError`.
-
-Source paths: JAX writes absolute file names into locations and HLO metadata. The runner sets
-`jax_hlo_source_file_canonicalization_regex` to strip the script's folder, so the StableHLO,
-the optimized HLO and the HloProtos inside the XSpace all name files relative to that folder
-(portable bundles), and it registers irprof's own package as non-user code so the runner's
-frames never appear as callers in locations.
+Design notes: docs/jax.md, "Module notes", `frameworks/jax/runner.py`.
 """
 
 from __future__ import annotations

@@ -1,30 +1,7 @@
 """The stepping half of `irprof capture jax`'s child: the entry's result, the training step, the
 timed runs. Imported only by `jax_runner` (the child), so jax is still never imported by `irprof`.
 
-The script's entry (`irprof_model`, or `--entry`) is called with `mode="infer"` or
-`mode="train"` when it takes a `mode` argument (with no argument only inference is possible):
-
-- inference: `(function, example_args)`, or a dict `{"function", "args"}` with optionally
-  `"polymorphic_shapes"`: one `jax.export` shape spec per argument (`"b, 16"`, None for a
-  static one). The IR level is then the shape-polymorphic StableHLO of `jax.export`
-  (`tensor<?x16xf32>`), and the profiled executable is the same function jitted for the example
-  arguments' shapes, which is what calling the export compiles after shape refinement;
-- training: `(loss_fn, (params, *batch))`, or a dict `{"loss", "args"}` with optionally
-  `"learning_rate"` (default 0.01). `loss_fn(params, *batch)` returns a scalar; `params` is any
-  pytree of arrays. irprof jits one step of plain SGD,
-  `loss, grads = jax.value_and_grad(loss_fn)(params, *batch)` then `p - learning_rate * g` per
-  leaf, each leaf's update under `jax.named_scope("sgd/<key path>")` so the update ops of two
-  parameters are told apart by name; profiled steps feed the updated parameters back.
-
-JAX names the ops of the forward pass `.../jvp(...)/<primitive>` and those of the backward pass
-`.../transpose(jvp(...))/<primitive>` at the forward op's source position, which is how the
-correlator links them (`frameworks/jax/training.py`).
-
-Timing (`options.overhead` in the manifest, the same record as `capture torch`, see
-`step_overhead`): the median wall time of steps with no profiler, under `jax.profiler.trace` at
-its defaults, and under irprof's settings (the same defaults, a step annotation per step, and a
-Perfetto copy written after the session stops), in rotated rounds, then irprof's own session,
-whose trace the bundle keeps.
+Design notes: docs/jax.md, "Module notes", `frameworks/jax/steps_runner.py`.
 """
 
 from __future__ import annotations

@@ -1,25 +1,7 @@
 """A JAX training step's structure in StableHLO: forward, backward and optimizer ops, and the
 forward ops each backward op differentiates.
 
-JAX names an op after the transformations it was traced under. With `jax.value_and_grad` the
-forward pass runs under `jvp(...)` and its transpose, the backward pass, under
-`transpose(jvp(...))`; a backward op keeps the source position of the forward op it transposes
-(`jit(step)/transpose(jvp())/dot_general` at the `x @ w` that the forward
-`jit(step)/jvp()/dot_general` came from). So:
-
-- backward: a name path with a `transpose(...)` component;
-- forward: a `jvp(...)` component and no `transpose(...)`;
-- optimizer: the other ops that consume what the backward ops computed (the SGD update), plus
-  what only they read (the learning rate's broadcast);
-- other: the rest.
-
-A backward op's forward ops are the forward ops with the same scope once `transpose(...)` is
-unwrapped (`jit(step)/jvp()`) at the same source chain (else the same innermost position).
-Among them, the primal ops (a forward or optimizer op, or the result, reads them) are preferred
-over the linearisation's residuals that only the backward pass reads (`1 - tanh(x)^2` computed
-next to `tanh`). One source expression can hold several primal ops (`jnp.mean` is a sum and a
-division): the link then names all of them, never one guessed by primitive, since the transpose
-of a `reduce_sum` is a broadcast, not a `reduce_sum`.
+Design notes: docs/jax.md, "Module notes", `frameworks/jax/training.py`.
 """
 
 from __future__ import annotations

@@ -1,14 +1,6 @@
 """`irprof capture tf`: run a TensorFlow script under the profiler and write a run bundle.
 
-This is the parent-process side: it never imports TensorFlow. It validates the request, runs
-`python -m irprof.frameworks.tf.runner` in a child (the same interpreter), makes the IR's source
-paths portable and leaves the child's own frames out of its call-site chains, copies the
-profiler's files untouched under `RUN/trace/`, writes the manifest and only then moves the
-finished bundle into place, so a failed capture leaves no partial bundle.
-
-Script convention: the script defines `irprof_model(mode="infer")` (name set by `entry`)
-returning `(callable, example_inputs)`; the callable is a `tf.function` or a Keras model,
-`example_inputs` a tuple of positional arguments; `mode` is "infer" or "train".
+Design notes: docs/tensorflow.md, "Module notes", `frameworks/tf/capture.py`.
 """
 
 from __future__ import annotations

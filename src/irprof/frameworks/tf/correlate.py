@@ -1,38 +1,6 @@
 """TensorFlow correlator: XPlane op events -> TF-dialect ops, joined on graph node names.
 
-An executor op event is named `"<node>:<type>"`; the node name is the op's runtime name, which
-the IR keeps in its location (`irprof.mlir.keys`). The join, in order of preference:
-
-1. exact node name (ops of non-entry functions are keyed `node@function`, and also found by
-   their bare node name inside the function a call op reached);
-2. runtime-inlined names: `<call node>/<inner node>`, where `<call node>` is a call op
-   (`StatefulPartitionedCall`, `PartitionedCall`) whose callee holds `<inner node>`, recursively;
-3. at derived levels, a node CSE merged away (tf-standard keeps one of several identical
-   `ReadVariableOp`s) is found in the raw `tf` level and its event goes to the survivor, the op
-   reading the same function arguments.
-
-Only events inside the capture's step markers count. A capture with untimed reference steps
-(host tracer level 3, `tf_reference`) lends them the input shapes and the cheap kernels the timed
-steps (level 2) did not record. `_Arg`/`_Retval` events (argument
-copy-in, result copy-out) have no op to go to: arguments are block arguments and the return op
-has an unknown location, so they stay unmatched with a reason.
-
-Fused kernels and grappler rewrites: the ops a node ran are read from the executed graph and the
-IR's def-use chains (`tf_fusion.Membership`): the named op plus the producers that did not run
-as nodes of their own and feed only the fused node; a node grappler created (arithmetic
-optimizer) stands for the absent op its consumer read in its name scope. Without an executed
-graph, `tf_graph.FUSION_RULES` walks the named op's producer chain. Every event goes into the
-`Ledger`, which splits a multi-op event by `CorrelationOptions.fused_time_rule`: "default" by an
-analytic FLOP estimate from the IR's shapes (`flops`), else from the shapes the profiler
-recorded for the kernels' inputs (`tf_shapes`), evenly when a shape is still unknown; "equal"
-evenly; "base" all to the costliest member. Each member records the group (node, measured
-total, size, basis); shares sum to the event, and attributed + unattributed == profiled.
-
-Unmatched non-trivial ops get a reason from the executed graph: pruned or folded ("never ran",
-only when no fused node absorbed them), inside a fused node that had no event, or silent.
-
-Eager traces (op-by-op execution) carry only `EagerLocalExecute: <Type>`: events are matched to
-ops of that type in IR order within each profiled step, and the coverage carries a warning.
+Design notes: docs/tensorflow.md, "Module notes", `frameworks/tf/correlate.py`.
 """
 
 from __future__ import annotations

@@ -1,24 +1,6 @@
 """Which IR ops one executed TF node ran, from the executed graph and the IR's def-use chains.
 
-The runtime graph (`runtime_graph` in the manifest: TensorFlow's own dump of the partitions it
-ran, else offline grappler) lists every node with its kernel type, `fused_ops` and inputs. An IR
-op whose runtime name is a node of that graph ran as that node ("present"). A node whose kernel
-is not its IR op's type (`_MklNativeFusedConv2D` named after an `AddV2`, `_MklLayerNorm` after
-the last op of a layer norm) ran more than its named op: its members are the named op plus the
-producers, transitively, that
-
-- did not run as nodes of their own (absent from the executed graph, not folded to constants),
-- live in the same function, are not constants, and
-- feed only ops already inside the fused node (a value used elsewhere was materialised, so
-  its producer ran by itself).
-
-Nodes grappler created (the arithmetic optimizer's `.../ArithmeticOptimizer/AddOpsRewrite_*`)
-have no IR op of their own. They replaced an absent IR op that one of their consumers read: the
-consumer's absent producer inside the rewrite node's name scope (looking through absent ops a
-fused consumer ran) is the root, grown as above; rewrites are resolved before fused nodes, so a
-fused consumer does not absorb what a rewrite replaced. A rewrite whose consumer is another
-rewrite (the leaves of an add tree) shares that rewrite's ops.
-Nothing here reads a node name beyond its name scope; membership is structure.
+Design notes: docs/tensorflow.md, "Module notes", `frameworks/tf/fusion.py`.
 """
 
 from __future__ import annotations

@@ -1,16 +1,6 @@
 """The IR side of the TF join: ops by runtime name, call graph, fused-kernel chains.
 
-`TfOpIndex` indexes a TF-dialect module once: runtime node names (from locations), the function
-each op belongs to, call ops and their callees, and producers, so the correlator can resolve a
-node name (including `<call>/<node>` names of runtime-inlined functions) and recover the chain of
-ops a grappler/oneDNN fused kernel stands for (`FUSION_RULES`).
-
-Control flow: the runtime lowers `If`/`While`/`Case` to Switch/Merge nodes and inlines each branch
-as a call named after the op (`<if>/then`, `<if>/else`, `<while>/cond`, `<while>/body`,
-`<case>/branch<i>`; TF's `lower_if_op.cc`, `lower_while_op.cc`, `lower_case_op.cc`), whose
-inlined nodes get a `_<k>` uniquifier: `cond/then/_0/cond/wide_1/MatMul` is node
-`cond/wide_1/MatMul` of the `then_branch` function. The Switch/Merge/pivot nodes of the lowering
-live in the op's name scope and stand for the control-flow op itself (`control_flow_owner`).
+Design notes: docs/tensorflow.md, "Module notes", `frameworks/tf/graph.py`.
 """
 
 from __future__ import annotations

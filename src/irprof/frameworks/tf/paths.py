@@ -1,17 +1,6 @@
 """Make the source paths in TensorFlow's IR locations portable, through the MLIR bindings.
 
-`convert_function` records every Python frame of the tracing call stack as an absolute
-`FileLineColLoc`. A bundle must not depend on the machine that captured it, so each file name is
-rewritten: files under the script's folder become relative to it (`tf_cnn.py`), files under an
-import root of the capturing interpreter (site-packages, the standard library) become
-`<sys.path>/<module path>` (`<sys.path>/keras/src/layers/layer.py`), anything else is made
-relative to the script's folder. Names, lines, columns and the tree shape are kept.
-
-The same pass drops the frames that are not the model's: `python -m` launching irprof's child
-(`<frozen runpy>`) and the child itself (`irprof/capture/*`). TF lists a chain outermost frame
-first and hangs the node name on that frame (`callsite("node"(<frozen runpy>:198) at ...)`), so
-a name on a dropped frame moves to the next kept one: the node name, which correlation keys on,
-stays the NameLoc around the chain's first frame. TF and Keras frames are real and kept.
+Design notes: docs/tensorflow.md, "Module notes", `frameworks/tf/paths.py`.
 """
 
 from __future__ import annotations

@@ -1,15 +1,6 @@
 """`irprof-tf-pgo{bundle=RUN level=tf}`: the TensorFlow profile-guided pipeline.
 
-The counterpart of the original C++ `CreateTFProfileGuidedPipeline(enable_profile, path)`:
-it correlates the run bundle's XPlane trace with the IR level (`frameworks/tf/correlate.py`),
-refuses a near-empty correlation (a profile from another model) unless `allow_low_coverage`,
-attaches the measurements as `irprof.profile` attributes plus the module summary, and then
-runs the profile-guided passes that consume them. There are none yet beyond annotation:
-the original pipeline likewise ends at annotation, and `PROFILE_GUIDED_PASSES` is where one
-would go.
-
-The option is `bundle`, not `run`, because every pass's `run(root)` method would be shadowed by a
-field of that name; `OPTION_ALIASES` makes `run=` an alias: `irprof-tf-pgo{run=RUN}` works.
+Design notes: docs/tensorflow.md, "Module notes", `frameworks/tf/pgo_pass.py`.
 """
 
 from __future__ import annotations

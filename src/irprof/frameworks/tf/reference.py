@@ -1,21 +1,6 @@
 """The untimed reference steps of a TF capture: the kernels and shapes the timed steps leave out.
 
-`irprof capture tf` times its profiled steps at host tracer level 2, what TensorFlow's profiler
-records by default, and runs three more steps at level 3 in a separate window
-(`frameworks/tf/steps_runner.py`). Level 2 skips the kernels the executor deems inexpensive
-(Reshape, `_Arg`, `_Retval`, some variable reads) and the input shapes; level 3 has both.
-
-The correlator reads the timed trace as before and, from the reference trace,
-
-- the input shapes that split fused kernels by FLOPs (`tf_shapes.RuntimeShapes`);
-- the kernels of nodes that never appear in the timed steps: each timed step gets the events of
-  those nodes in one reference step (the one whose such events took the median time, so a
-  stalled step is not copied), so their ops are covered and their time, measured in the
-  reference window, is counted and marked as such (`source = "xplane-reference:..."`,
-  `Coverage.extra["reference_ns"]`).
-
-A bundle without a reference trace (older captures, `--host-level 2`) has everything in its timed
-trace, or lacks it, as before.
+Design notes: docs/tensorflow.md, "Module notes", `frameworks/tf/reference.py`.
 """
 
 from __future__ import annotations

@@ -1,24 +1,7 @@
 """Child process of `irprof capture tf`; it and `tf_steps_runner` alone import TensorFlow and
 xprof.
 
-Run as `python -m irprof.frameworks.tf.runner SPEC.json`. SPEC names the script, entry, mode, step
-counts, tracer levels and a work directory; the runner writes into that directory:
-
-- `ir/<level>.raw.mlir`: TF-dialect MLIR with TensorFlow's absolute source paths (the parent
-  process makes them relative and writes the bundle's `ir/<level>.mlir`);
-- `runtime_graph.json`: node name -> op type (and `fused_ops`) of the graph the executor ran
-  (TensorFlow's own dump, else offline grappler), the evidence for which IR ops the runtime
-  folded, pruned or fused;
-- `logdir/`: the profiler's own output of the timed steps, untouched; `logdir_reference/` that
-  of the untimed reference steps (`tf_steps_runner` says why there are two windows);
-- `result.json`: versions, device, recorded tracer options, step count, the measured overhead
-  (`tf_steps_runner`), sys.path roots and this package's folder (its frames are dropped from
-  the IR's call-site chains).
-
-Why a profiler server: in TF 2.21 `tf.profiler.experimental.start(logdir, options=...)` ignores its
-options (logs `host_tracer_level expects an i value` and records host=2, python=0). The profiler
-server plus xprof's `_pywrap_profiler_plugin.trace` client honours them. The recorded options are
-read back from the XSpace and a mismatch is an error, so a silent downgrade cannot happen again.
+Design notes: docs/tensorflow.md, "Module notes", `frameworks/tf/runner.py`.
 """
 
 from __future__ import annotations

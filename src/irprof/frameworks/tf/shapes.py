@@ -1,21 +1,7 @@
 """Shapes the TF profiler recorded, so a fused kernel's time is split by FLOPs where the IR is
 shapeless.
 
-The TF IR leaves most shapes open: a variable read is `tensor<*xf32>`, a `None` batch dimension
-is `?`, so the shared cost model (`irprof.mlir.cost_model`) has no FLOP estimate for a fused
-MatMul+BiasAdd+Relu and its time is split evenly. At host tracer level 3 every kernel event
-carries the shapes of its inputs (`shape = "(float[32,2704];float[2704,32];float[32])"`), one per
-data input of the executed node. Through the executed graph (`ExecutedNode.data_inputs`) each
-recorded shape is the shape of the IR value that fed that input: a variable read's result, a
-function argument (the entry function's `tf.entry_function.inputs` names the `_Arg` nodes), or
-the result of the op that produced it (through a rewrite node, the op it replaced).
-
-A fused group's members are then costed on copies with those shapes: operands from the IR's
-static types, else the recorded shapes, else the result of a member before it; results likewise,
-else inferred for the kinds whose output shape follows from their inputs (matrix products,
-convolutions, elementwise broadcasting). The copies carry the op's properties (`transpose_b`,
-`strides`, ...) as attributes, read from the op's printed form, because the bindings do not
-expose the properties of unregistered ops. Any member left without a number keeps the even split.
+Design notes: docs/tensorflow.md, "Module notes", `frameworks/tf/shapes.py`.
 """
 
 from __future__ import annotations

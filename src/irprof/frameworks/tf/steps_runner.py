@@ -2,25 +2,7 @@
 window. Imported only by `tf_runner` (the child), so TensorFlow is still never imported by
 `irprof`.
 
-Two profiling windows:
-
-- the timed window: the profiled steps (`irprof_step` markers) under
-  `tf.profiler.experimental.start` itself, at its defaults (host tracer level 2, no Python
-  tracer), so the steps cost what they cost under the framework's profiler alone; its trace is
-  the bundle's primary trace. (Measured here: a profiler server traced by xprof's client made
-  steps 10-15% slower than `start` at the same levels.)
-- the reference window: three untimed steps at the requested levels (host 3: the cheap kernels,
-  Reshape, `_Arg`, that level 2 leaves out, and every kernel's input shapes; Python tracer when
-  asked), under `trace/reference/`. TF 2.21's `start` ignores its options, so this window is
-  the profiler server traced by xprof's client, which honours them. The correlator takes shapes
-  and the cheap kernels from it.
-
-Timing (`options.overhead` in the manifest, the same record as `capture torch` and `capture jax`,
-see `step_overhead`): after the warm-up, rotated rounds of the same number of steps with no
-profiler, under `tf.profiler.experimental.start(logdir)` at its defaults and under it with the
-step markers, then the timed window; each run starts with one untimed step, so a session's
-start-up is not a step. Before all of them the steps run unprofiled for half a second more than
-`--warmup`: step times kept falling over a process's first hundreds of steps here.
+Design notes: docs/tensorflow.md, "Module notes", `frameworks/tf/steps_runner.py`.
 """
 
 from __future__ import annotations

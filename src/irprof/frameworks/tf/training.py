@@ -1,25 +1,6 @@
 """A TF training step's structure: forward, backward and optimizer ops, backward -> forward links.
 
-TensorFlow names every gradient op under a gradient scope: `gradient_tape/<S>/...` for a
-`GradientTape` (`<S>` is the name scope the forward op was recorded in, `backprop.py`) and
-`gradients/<op>_grad/...` for `tf.gradients`. The phases come from that and the def-use graph:
-
-- backward: ops whose node name starts with a gradient scope;
-- forward: ops the backward ops or the function's results depend on;
-- optimizer: the other ops that consume what the backward ops computed (the update and the
-  variable writes), plus what only they read (a learning rate);
-- other: the rest (a step counter, moving averages: state updates off the loss and gradient
-  paths).
-
-Ops of a function with no gradient op of its own (a `tf.cond` branch, a `while` body) take the
-phase of the ops that call it.
-
-A backward op is linked to its forward op through the scope: the longest proper prefix `<S>` of
-its name (after the gradient scope) under which forward ops live, taking the ops named `<S>` or
-created directly in scope `<S>`. Several candidates are narrowed by def-use: the one candidate
-whose result the backward op reads (`ReluGrad` reads the `Relu`'s output), else the one that
-shares an input with it (`Conv2DBackpropFilter` reads the convolution's input). When that leaves
-several, the link names all of them (the scope's ops), never one guessed.
+Design notes: docs/tensorflow.md, "Module notes", `frameworks/tf/training.py`.
 """
 
 from __future__ import annotations

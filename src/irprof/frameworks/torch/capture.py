@@ -1,27 +1,6 @@
 """`irprof capture torch`: export, import, lower and profile a PyTorch model in a child process.
 
-The child (`irprof.frameworks.torch.runner`, the only module importing torch) writes the bundle into
-a staging directory beside the target; this parent renames it into place only when the child
-succeeded, so a failed capture never leaves a partial bundle. Bundle layout:
-
-    RUN/manifest.json
-    RUN/ir/torch.mlir          FX importer output; each op `loc("module|node|target"(...))`,
-                               stamped with `irprof.origin=torch#<index>`
-    RUN/ir/torch.fx.json       the exported program's call nodes: module stack, frames;
-                               parameters' users, outputs, gradient accumulation order
-    RUN/ir/linalg.mlir         the same module lowered to linalg on tensors (origins kept)
-    RUN/trace/torch.pt.trace.json.gz   torch.profiler's Chrome trace of the timed steps (CPU
-                               activity only), untouched
-    RUN/trace/reference/torch.stacks.pt.trace.json.gz   one untimed step with shapes and
-                               call stacks, which the correlator joins by execution order
-
-`mode="train"` profiles training steps (forward + loss, backward, optimizer; the entry's
-contract is in `torch_steps_runner`). The manifest records the median step time without a
-profiler, under `torch.profiler` at its defaults and in irprof's timed steps (`options.overhead`).
-
-`backend="iree"` / `"both"` compiles `ir/torch.mlir` with IREE (its own torch input pipeline)
-instead of / besides running eager PyTorch (`frameworks/iree/backend.py` gives the layout: the
-IREE run is its own bundle, RUN or RUN/iree).
+Design notes: docs/pytorch.md, "Module notes", `frameworks/torch/capture.py`.
 """
 
 from __future__ import annotations

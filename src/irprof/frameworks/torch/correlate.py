@@ -1,19 +1,6 @@
 """PyTorch correlator: torch.profiler `aten::*` events -> torch-dialect ops -> linalg ops.
 
-torch level. `torch_events` joins each top-level `aten::*` event to a call node of the exported
-program (`RUN/ir/torch.fx.json`) by aten name and module-instance chain, execution order breaking
-ties between identical calls. The node then names its ops: the capture put
-`"<module>|<node>|<target>"` in every op's NameLoc. A call the decomposition split into several
-ops (linear -> view + permute + addmm + view), or an eager fused kernel covering several calls,
-gives its time to all of them, each listing the others in `fused_with`. Shares, by
-`CorrelationOptions.fused_time_rule`: `default` splits the time equally among the compute ops and
-gives metadata-only ops (view, permute, expand...) 0 ns, since eager runs those as stride
-changes; `split` shares it equally among all ops.
-
-Every event goes through the shared `Ledger` (time conservation is checked); a multi-op call
-is a group, split by an analytic FLOP estimate from the IR's shapes where one exists.
-
-linalg level: `torch_linalg` carries the torch level's time down through the origin stamps.
+Design notes: docs/pytorch.md, "Module notes", `frameworks/torch/correlate.py`.
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
 """torch.profiler events -> the exported program's call nodes (no MLIR here).
 
-Eager mode records one top-level `aten::*` event per call of the exported program (`aten::linear`
-for the exported node `linear`); its children (`aten::addmm`, `aten::t`, ...) are the call's
-implementation and are skipped so time is counted once. An event's signature is its aten name
-plus the chain of module instances in its verbose call stack (`nn.Module: EncoderBlock_1` ...):
-the profiler numbers the instances of each module class in the order they are first called,
-which the exported graph reproduces from each node's `nn_module_stack`.
+Design notes: docs/pytorch.md, "Module notes", `frameworks/torch/events.py`.
 """
 
 from __future__ import annotations

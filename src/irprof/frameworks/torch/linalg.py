@@ -1,19 +1,6 @@
 """The linalg level of a torch bundle: the torch level's time carried down through origin stamps.
 
-The torch ops were stamped `irprof.origin=torch#<index>` before lowering, and lowering keeps the
-stamps in the lowered ops' locations. Each torch-level entry's time goes, through the `Ledger`,
-to the lowered ops carrying its origin, split by an analytic FLOP estimate of those ops (evenly
-when a shape is unknown), so the level's entries add up to the time they stand for.
-
-A torch op whose stamp reached no lowered op was folded by lowering into the ops that consume
-its results (`split_with_sizes` + `ListUnpack` become slices carrying the unpack's stamp): its
-time follows the torch level's def-use chain to the nearest consumers whose stamps survived, and
-is shared among their lowered ops. What still reaches nothing is listed, with its reason, so
-attributed + unattributed == profiled at this level too.
-
-The bodies of named linalg ops (`linalg.matmul`'s mulf/addf) are not in the printed IR: the
-parser rebuilds them without locations. They are left out of the op counts (and counted in
-`extra["implicit_body_ops"]`) since no profile could name them and no reader sees them.
+Design notes: docs/pytorch.md, "Module notes", `frameworks/torch/linalg.py`.
 """
 
 from __future__ import annotations

@@ -1,21 +1,6 @@
 """FX node -> MLIR location: a NameLoc naming the node around its user-code call-site chain.
 
-The FX importer alone gives each op a call-site chain parsed from the node's `stack_trace`, with
-absolute paths and no name; two `nn.Linear` called on one source line then carry the very same
-location. The capture therefore names every op after its FX node, as
-`"<module path>|<node>|<aten target>"`:
-
-- module path: the `nn_module_stack` path of the module that ran the node (`blocks.1.query`,
-  empty for the root module);
-- node: the node of the program *before* decomposition, i.e. the call the profiler records as one
-  `aten::*` event (all ops a decomposed `linear` turns into share `linear`);
-- target: what this op itself is (`aten.addmm.default` after decomposition).
-
-Frames are kept only for files under the script's folder (paths relative to it), so locations
-name the user's lines and no machine path ends up in a bundle; when a node has no such frame the
-library frames are kept, relative to their `sys.path` entry.
-
-This module does not import torch: it works on the strings torch.export stores in node metadata.
+Design notes: docs/pytorch.md, "Module notes", `frameworks/torch/locations.py`.
 """
 
 from __future__ import annotations

@@ -1,13 +1,6 @@
 """torch-dialect -> linalg-on-tensors in-process, keeping every op traceable to its origin.
 
-`stamp_origin` (what the `irprof-stamp-origin{level=torch}` pass runs) stamps the torch IR before
-anything else, so each lowered op's location still names the torch op it came from
-(`irprof.origin=torch#<index>`); that is what `reattach` uses to annotate the linalg level from
-the torch level. The lowering itself is
-torch-mlir's own pipelines as registered in IREE's compiler bindings (the same ones `iree-opt`
-lists): backend-contract normalisation, then conversion to linalg on tensors. Finally
-`copy_loc_to_body` gives the regions of linalg ops their parent's location, so a later
-lowering (to loops, or IREE dispatches) cannot leave the arithmetic anonymous.
+Design notes: docs/pytorch.md, "Module notes", `frameworks/torch/lowering.py`.
 """
 
 from __future__ import annotations

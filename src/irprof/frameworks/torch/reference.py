@@ -1,16 +1,6 @@
 """Timed events get their call stacks from the untimed reference step, joined by execution order.
 
-`irprof capture torch` records its timed steps with the plain profiler (no call stacks, no
-shapes: both inflate op times) and one more step with verbose call stacks
-(`RUN/trace/reference/...`). Eager PyTorch runs the same sequence of top-level aten calls in
-every step of one program, so the k-th top-level event of each timed step is the k-th of the
-reference step: it borrows that event's module chain, Python frames and training phase.
-
-When a step's sequence of event names differs from the reference (data-dependent control flow,
-an op that ran only once), the two sequences are aligned by their longest common blocks of
-names; an event outside every common block borrows nothing and is left unattributed with the
-reason, rather than joined by a guess. Events outside every step marker are left out the same
-way.
+Design notes: docs/pytorch.md, "Module notes", `frameworks/torch/reference.py`.
 """
 
 from __future__ import annotations

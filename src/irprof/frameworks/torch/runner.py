@@ -1,12 +1,6 @@
 """Child process of `irprof capture torch`; it and `torch_steps_runner` alone import torch.
 
-Run as `python -m irprof.frameworks.torch.runner SCRIPT STAGING [options]`. It loads the user's
-script, calls its entry (an `nn.Module` and example inputs, or a dict; `torch_steps_runner`
-says what `--mode train` needs), exports the module with `torch.export`, imports it with IREE's
-FX importer into torch-dialect MLIR (each op named after its FX node, see `torch_locations`),
-lowers it in-process to linalg-on-tensors, profiles N eager steps with `torch.profiler` (timed
-steps with the plain profiler, one untimed step with call stacks) and writes everything under
-STAGING; the parent renames STAGING into place only when this process succeeds.
+Design notes: docs/pytorch.md, "Module notes", `frameworks/torch/runner.py`.
 """
 
 from __future__ import annotations

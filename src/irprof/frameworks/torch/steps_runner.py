@@ -1,28 +1,6 @@
 """The stepping half of `irprof capture torch`'s child process: entry, steps, profiler sessions.
 
-Imported only by `torch_runner` (the child), so torch is still never imported by `irprof`.
-
-The script's entry returns what to run. Inference: `(model, inputs)`. Either mode: a dict with
-`model`, `inputs`, optionally `dynamic_shapes` (given to `torch.export.export`), and for
-`--mode train` also `loss` (called as `loss(model(*inputs), *targets)`, returning a scalar
-tensor), `targets` (a tuple, default empty) and `optimizer` (a `torch.optim.Optimizer` over the
-model's parameters). A training step is forward + loss, `loss.backward()`, `optimizer.step()`
-and `optimizer.zero_grad(set_to_none=True)`, each phase run by its own Python function
-(`PHASE_FUNCTIONS`); the model and the loss are one module (`TrainingLoss`), so the exported
-program, the IR and the profiler's module chains all include the loss.
-
-Timed steps run under `torch.profiler.profile(activities=[CPU])`, each in a step annotation,
-and nothing else: no shapes, no call stacks, no verbose config, which make each op's own time
-larger (and no `record_function` per training phase, which cost a small model ~9%: phases are
-read from the reference step's call stacks instead). What correlation needs beyond op names and
-times comes from one separate, untimed step profiled with `record_shapes`, `with_stack` and
-verbose call stacks (the call-stack reference): the correlator joins timed events to its events
-by execution order. Every step is a `ProfilerStep#N` annotation in both sessions, so steps are
-told apart the same way.
-
-The capture also times as many steps with no profiler, with `torch.profiler` at its defaults and
-with irprof's settings, in rotated rounds (`step_overhead`), so the manifest records what the
-profiler costs (`options.overhead`: median step times in ns).
+Design notes: docs/pytorch.md, "Module notes", `frameworks/torch/steps_runner.py`.
 """
 
 from __future__ import annotations

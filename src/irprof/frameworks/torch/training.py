@@ -1,23 +1,6 @@
 """A PyTorch training step: backward events linked to the forward calls they differentiate.
 
-The IR is the forward program (model and loss, exported together); eager PyTorch runs backward
-as autograd-engine events (`autograd::engine::evaluate_function: AddmmBackward0`) and the
-optimizer as plain aten calls. Each event's phase comes from the reference step's call stack
-(the capture runs each phase in a function named in `PHASE_FUNCTIONS`). Backward events are
-linked only through what the profiler and the capture recorded, never by name likeness:
-
-- an engine event carries the autograd `Sequence number` of the node it runs, which the forward
-  op that created the node carries too (Kineto also draws a forward/backward flow between
-  them). The forward op may be nested inside a top-level call (`aten::t` inside
-  `aten::linear`): the backward event goes to the FX call(s) that top-level event was joined to;
-- `AccumulateGrad` events (writing a parameter's `.grad`) carry no sequence number: the capture
-  recorded the order in which a step accumulates the parameters' gradients, so the k-th such
-  event of a step is the k-th parameter, and goes to the calls that read that parameter;
-- the other backward events of the step (the seed `ones_like` of `loss.backward()`) create the
-  loss's gradient and go to the calls that produce the program's outputs.
-
-Optimizer time is its own bucket: there is no optimizer op in the IR, so its events are listed
-as unattributed with that reason, and `training` in the coverage reports each phase.
+Design notes: docs/pytorch.md, "Module notes", `frameworks/torch/training.py`.
 """
 
 from __future__ import annotations

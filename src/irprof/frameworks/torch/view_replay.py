@@ -1,21 +1,6 @@
 """Give nodes that functionalization re-created by view replay back to the call they belong to.
 
-`ExportedProgram.run_decompositions` retraces the program under functionalization. Once a tensor
-is mutated in place (`nn.ReLU(inplace=True)` -> `aten.relu_`), the views of it (`x.unsqueeze(0)`,
-`flatten`) are regenerated from the mutated base lazily, when an op first uses them, and the
-view node traced at the call itself is dead code. torch gives the replayed nodes the `custom`
-and `stack_trace` metadata of one node, the alias that was used (`FunctionalTensorMode.
-_sync_view_replay_annotations`, Note [Functionalization View Replay Annotation]), and the
-`nn_module_stack` of the consumer. A chain of views replayed together, or a view first used
-inside a decomposed consumer (the LSTM decomposition transposes its input before any compute
-op), therefore carries the name of the last alias or of the consumer: the user's own view call
-(`unsqueeze`) vanishes from the IR and its profiler events find no op.
-
-The repair matches each replayed node (torch marks it `is_functional_regenerated`) to the
-exported view call it re-creates: a view of the same tensor (in-place calls alias their first
-argument) whose traced node did not survive, with the same output shape, preferring the same
-target and arguments. The replayed node takes that call's tag, stack trace and module stack. A
-replayed node with no such call (a decomposition's own view) keeps torch's metadata.
+Design notes: docs/pytorch.md, "Module notes", `frameworks/torch/view_replay.py`.
 """
 
 from __future__ import annotations
