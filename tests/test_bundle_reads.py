@@ -120,3 +120,28 @@ def test_the_counters_see_a_second_read(tmp_path: Path, monkeypatch: pytest.Monk
         _OPENS = None
     assert opens[str(path.resolve())] == 2
     assert parses[str(path.resolve())] == 2
+
+
+def test_report_against_another_run_reads_each_annotated_level_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    global _OPENS
+    runs = []
+    for name in ("a", "b"):
+        run = tmp_path / name
+        shutil.copytree(BUNDLES["jax"], run)
+        assert main(["annotate", str(run)]) == 0
+        runs.append(run)
+    parses: Counter[str] = Counter()
+    monkeypatch.setattr(load, "ir", CountingIr(load.ir, parses))
+    _OPENS = Counter()
+    try:
+        argv = ["report", str(runs[1]), "--against", str(runs[0]), "-o", str(tmp_path / "r.html")]
+        assert main([*argv, "--peak-gflops", "100", "--peak-gbps", "10"]) == 0
+        opens = _OPENS
+    finally:
+        _OPENS = None
+    annotated = [runs[1] / "annotated" / "stablehlo.mlir", runs[0] / "annotated" / "stablehlo.mlir"]
+    for path in annotated:
+        assert opens[str(path.resolve())] <= 1, path
+        assert parses[str(path.resolve())] == 1, (path, parses)

@@ -188,8 +188,12 @@ def _event_dag(bundle: RunBundle) -> tuple[EventDag | None, str]:
     return build_event_dag(trace, mode="causal"), f"causal DAG of {relative}"
 
 
-def _diffs(against: RunBundle, bundle: RunBundle, levels: list[str]) -> dict[str, RunDiff]:
-    """Each level annotated in both runs, `against` as A and `bundle` as B."""
+def _diffs(
+    against: RunBundle, bundle: RunBundle, loaded: dict[str, AnnotatedLevel]
+) -> dict[str, RunDiff]:
+    """Each level annotated in both runs, `against` as A and `bundle` as B (its levels
+    `loaded` once for the whole report)."""
+    levels = list(loaded)
     shared = [level for level in levels if level in against.annotated_levels()]
     if not shared:
         raise UsageError(
@@ -200,7 +204,7 @@ def _diffs(against: RunBundle, bundle: RunBundle, levels: list[str]) -> dict[str
     return {
         level: diff_runs(
             load_diff_side(against, level, str(against.root)),
-            load_diff_side(bundle, level, str(bundle.root)),
+            load_diff_side(bundle, level, str(bundle.root), loaded[level]),
         )
         for level in shared
     }
@@ -223,12 +227,11 @@ def build_report_data(
             f"{bundle.root}: no annotated IR under annotated/; run `irprof annotate {bundle.root}`"
         )
     coverages = bundle.coverages()
-    diffs = _diffs(against, bundle, levels) if against is not None else {}
+    loaded = {level: load_annotated_level(bundle, level) for level in levels}
+    diffs = _diffs(against, bundle, loaded) if against is not None else {}
     reports = tuple(
         dataclasses.replace(
-            _level_report(
-                load_annotated_level(bundle, level), coverages.get(level), graph_options, peaks
-            ),
+            _level_report(loaded[level], coverages.get(level), graph_options, peaks),
             diff=diffs.get(level),
         )
         for level in levels

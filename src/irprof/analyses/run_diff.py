@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from irprof.analyses.annotated_level import load_annotated_level
+from irprof.analyses.annotated_level import AnnotatedLevel, load_annotated_level
 from irprof.analyses.profiled_ops import ProfiledModule, ProfiledOp
 from irprof.analyses.run_diff_match import FusionChange, OpPair, fusion_changes, match_ops
 from irprof.analyses.run_diff_samples import (
@@ -306,9 +306,12 @@ def _notes(side: DiffSide) -> list[str]:
     return notes
 
 
-def load_diff_side(bundle: RunBundle, level: str, label: str | None = None) -> DiffSide:
-    """One annotated level of a run with per-step samples of its ops, from its trace."""
-    loaded = load_annotated_level(bundle, level)
+def load_diff_side(
+    bundle: RunBundle, level: str, label: str | None = None, loaded: AnnotatedLevel | None = None
+) -> DiffSide:
+    """One annotated level of a run with per-step samples of its ops, from its trace (`loaded`:
+    the level when the caller has already loaded it)."""
+    loaded = loaded or load_annotated_level(bundle, level)
     steps = bundle.manifest().steps
     samples, markers = run_samples(bundle.trace(), loaded.profiled.ops, steps)
     return DiffSide(
