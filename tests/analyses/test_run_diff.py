@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from irprof.analyses.run_diff import RunDiff, diff_runs, load_diff_side
+from irprof.analyses.run_diff import DiffRow, RunDiff, diff_runs, load_diff_side
 from irprof.annotation import annotate_bundle
 from irprof.bundle import RunBundle
 from irprof.cli.main import main
@@ -153,3 +153,19 @@ def test_runs_without_a_common_annotated_level_are_refused(
     err = capsys.readouterr().err
     assert "share no annotated level" in err and "stablehlo" in err
     assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("a_ns", "b_ns", "expected_pct"),
+    [(200.0, 300.0, 50.0), (300.0, 200.0, -100.0 / 3), (100.0, 100.0, 0.0), (0.0, 5.0, None)],
+)
+def test_delta_percent_is_relative_to_a(
+    a_ns: float, b_ns: float, expected_pct: float | None
+) -> None:
+    """+50% means B took half as long again as A: the delta over A's time, never B's."""
+    row = DiffRow("op", "k", "", "", a_ns, b_ns, None, "step-markers")
+    assert row.delta_ns == b_ns - a_ns
+    if expected_pct is None:
+        assert row.delta_pct is None
+    else:
+        assert row.delta_pct == pytest.approx(expected_pct)

@@ -138,3 +138,20 @@ def test_a_single_sample_gives_no_interval(values: tuple[int, ...]) -> None:
     one = Samples("step-markers", values, max(len(values), 1))
     many = Samples("step-markers", (1, 2), 2)
     assert bootstrap_delta([one], [many], resamples=200, confidence=0.9, seed=0) is None
+
+
+def test_a_kernel_at_a_steps_first_nanosecond_belongs_to_that_step() -> None:
+    """Boundaries: a kernel starting exactly at a marker's start is in that step; one starting
+    exactly at a marker's end (the next step's start) is in the next one."""
+    trace = trace_of(
+        [
+            ("step", 100, 100, EventKind.STEP),
+            ("k", 100, 10, KERNEL),  # the step's first ns
+            ("step", 200, 100, EventKind.STEP),
+            ("k", 200, 30, KERNEL),  # first ns of step 2 = end of step 1
+            ("k", 299, 1, KERNEL),  # step 2's last ns
+            ("k", 300, 7, KERNEL),  # after the last step: in no sample
+        ]
+    )
+    samples, _ = run_samples(trace, [profiled(0, ("k",), 48)], steps=2)
+    assert samples[0] == Samples("step-markers", (10, 31), 2)

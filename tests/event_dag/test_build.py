@@ -49,7 +49,7 @@ def named_edges(trace: Trace, mode: str) -> set[tuple[str, str]]:
     }
 
 
-def test_levels_mode_reproduces_the_thesis_on_a_hand_checked_example() -> None:
+def test_levels_mode_reproduces_the_original_hand_checked_example() -> None:
     dag = build_event_dag(THESIS_EXAMPLE, "levels")
     levels = {dag.node_name(node): int(dag.level[node]) for node in range(len(dag))}
     assert levels == {"A": 0, "B": 0, "C": 1, "D": 2, "E": 2, "F": 2, "G": 3}

@@ -193,6 +193,24 @@ CASES = [
         (64 * 8 + 64 * 32 + 8 * 32) * F32,
     ),
     (
+        "TF BatchMatMulV2 with adj_x: K is the first matrix's second-to-last dim",
+        "%a: tensor<2x8x4xf32>, %b: tensor<2x8x5xf32>",
+        '%0 = "tf.BatchMatMulV2"(%a, %b) {adj_x = true, adj_y = false} : (tensor<2x8x4xf32>,'
+        " tensor<2x8x5xf32>) -> tensor<2x4x5xf32>",
+        "tf.BatchMatMulV2",
+        2 * (2 * 4 * 5) * 8,
+        (64 + 80 + 40) * F32,
+    ),
+    (
+        "TF BatchMatMulV2 without adj_x: K is the first matrix's last dim",
+        "%a: tensor<2x4x8xf32>, %b: tensor<2x8x5xf32>",
+        '%0 = "tf.BatchMatMulV2"(%a, %b) {adj_x = false, adj_y = false} : (tensor<2x4x8xf32>,'
+        " tensor<2x8x5xf32>) -> tensor<2x4x5xf32>",
+        "tf.BatchMatMulV2",
+        2 * (2 * 4 * 5) * 8,
+        (64 + 80 + 40) * F32,
+    ),
+    (
         "TF depthwise conv, filter [kh, kw, in, multiplier]",
         "%x: tensor<1x8x8x4xf32>, %w: tensor<3x3x4x1xf32>",
         '%0 = "tf.DepthwiseConv2dNative"(%x, %w) : (tensor<1x8x8x4xf32>, tensor<3x3x4x1xf32>) ->'

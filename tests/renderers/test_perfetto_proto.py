@@ -135,6 +135,40 @@ def test_overlapping_events_on_one_track_go_to_overlap_tracks() -> None:
     assert names[counter[0].track_event.track_uuid] == "tick"
 
 
+def placed_tracks(events: list[tuple[str, int, int]]) -> dict[str, str]:
+    """Export (name, start, duration) runtime events of one thread; event name -> track name."""
+    from irprof.analyses.trace_export import TraceExport
+    from irprof.bundle import Manifest
+    from irprof.renderers.perfetto_proto import perfetto_trace
+
+    builder = TraceBuilder()
+    track = builder.track(1, 7, "host", "worker")
+    for name, start, duration in events:
+        builder.add(start, duration, track, name, EventKind.RUNTIME)
+    manifest = Manifest("tf", "m.py", "e", 1, "cpu", {}, ("tf",), ())
+    trace = decode(perfetto_trace(TraceExport(builder.build(), "t", manifest, ()), pb))
+    names = {
+        p.track_descriptor.uuid: p.track_descriptor.name
+        for p in trace.packet
+        if p.HasField("track_descriptor")
+    }
+    slices = check_track_sequences(trace)
+    return {e.name: names[uuid] for uuid, events in slices.items() for _, e in events}
+
+
+def test_children_ending_with_their_parent_and_touching_slices_need_no_overlap_track() -> None:
+    placed = placed_tracks(
+        [
+            ("parent", 0, 100),
+            ("child", 40, 60),  # ends exactly when the parent does: nests
+            ("next", 100, 50),  # starts exactly when the parent ends: follows on the track
+            ("same", 200, 50),
+            ("twin", 200, 50),  # identical to `same`: nests in it
+        ]
+    )
+    assert set(placed.values()) == {"worker"}, placed
+
+
 def test_perfetto_and_chrome_are_two_formats() -> None:
     renderers = get_export_renderers()
     assert renderers.get("perfetto").extension == ".pftrace"

@@ -136,22 +136,26 @@ def _flow_edges(trace: Trace, node_of_row: I64) -> tuple[I64, I64, int]:
 
 
 def _levels(ts: I64, end: I64) -> I64:
-    """Thesis levels: maximal runs of mutually overlapping intervals, in start order."""
-    level = np.zeros(len(ts), dtype=np.int64)
-    current = 0
-    level_start = None
-    min_end = 0
-    level_list = level.tolist()
-    for node, (start, stop) in enumerate(zip(ts.tolist(), end.tolist(), strict=True)):
-        # Same start always shares a point; otherwise the start must precede every open end.
-        if level_start is not None and (start < min_end or start == level_start):
-            min_end = min(min_end, stop)
+    """Overlap levels: maximal runs, in start order, of intervals that share a time point; an
+    interval is [start, end), an instant (end == start) the point `start`."""
+    levels: list[int] = []
+    current = -1
+    min_end: int | None = None  # the earliest end among the level's intervals with a duration
+    instant: int | None = None  # the point of the level's instants (they must all be equal)
+    for start, stop in zip(ts.tolist(), end.tolist(), strict=True):
+        joins = (
+            current >= 0
+            and (min_end is None or start < min_end)
+            and (instant is None or instant == start)
+        )
+        if not joins:
+            current, min_end, instant = current + 1, None, None
+        if stop > start:
+            min_end = stop if min_end is None else min(min_end, stop)
         else:
-            if level_start is not None:
-                current += 1
-            level_start, min_end = start, stop
-        level_list[node] = current
-    return np.asarray(level_list, dtype=np.int64)
+            instant = start
+        levels.append(current)
+    return np.asarray(levels, dtype=np.int64)
 
 
 def _level_edges(level: I64, max_edges: int) -> tuple[I64, I64]:

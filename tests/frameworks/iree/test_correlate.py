@@ -113,6 +113,27 @@ def test_flow_launch_sites_each_get_their_own_dispatches(twice: RunBundle) -> No
     assert abs(total - executable) <= len(entries)  # each launch inclusive of its own runs only
 
 
+def test_launches_that_cannot_be_assigned_share_their_dispatch_time(twice: RunBundle) -> None:
+    """Each run keeps one of its two launches (so no run can be matched to the two sites): the
+    launch sites split each event between them, and together hold its time once, not twice."""
+    trace_path = twice.root / "trace" / "dispatch.jsonl"
+    kept, seen = [], set()
+    for line in trace_path.read_bytes().splitlines():
+        event = orjson.loads(line)
+        if event["submission_id"] in seen:
+            continue  # the run's second launch is dropped
+        seen.add(event["submission_id"])
+        kept.append(event)
+    trace_path.write_bytes(b"\n".join(orjson.dumps(event) for event in kept) + b"\n")
+    expected = sum(event["duration_ns"] for event in kept if event["key"] == TWICE_KEY)
+    result = CORRELATOR.correlate(twice, "flow", CorrelationOptions())
+    launches = [e for e in result.opprofile.entries if e.op_name == "flow.dispatch"]
+    assert len(launches) == 2
+    # Halves are rounded per event: at most 1 ns off per event.
+    assert abs(sum(e.data.total_ns for e in launches) - expected) <= len(kept)
+    assert result.coverage.attributed_ns <= result.coverage.profiled_ns == expected
+
+
 def test_a_bundle_without_dispatch_regions_falls_back_to_the_executable(twice: RunBundle) -> None:
     # Bundles captured before the dispatch-creation IR was kept: every launch of an executable
     # is attributed through its body, which names the first instance only.

@@ -1,0 +1,54 @@
+"""Top-level framework-op events of a torch trace, on interval boundaries (brute force)."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from irprof.frameworks.torch.events import top_level_op_events
+from irprof.trace.builder import TraceBuilder
+from irprof.trace.model import EventKind, Trace
+
+
+def trace_of(events: list[tuple[int, int, int]]) -> Trace:
+    """(thread, start, duration) framework-op events named by their position."""
+    builder = TraceBuilder()
+    tracks = {tid: builder.track(1, tid, "host", f"thread {tid}") for tid in (1, 2)}
+    for index, (tid, start, dur) in enumerate(events):
+        builder.add(start, dur, tracks[tid], f"aten::op{index}", EventKind.FRAMEWORK_OP)
+    return builder.build()
+
+
+def test_back_to_back_ops_are_both_top_level_and_a_child_ending_with_its_parent_is_not() -> None:
+    trace = trace_of([(1, 0, 10), (1, 10, 10), (1, 12, 8), (2, 15, 5)])
+    names = [event.name for event in top_level_op_events(trace)]
+    # op1 starts as op0 ends: top level; op2 ends with op1: nested; op3 is another thread.
+    assert names == ["aten::op0", "aten::op1", "aten::op3"]
+
+
+def reference_top_level(events: list[tuple[int, int, int]]) -> set[int]:
+    """Events that start inside no earlier event of their thread (earlier: by start, then
+    longest first, then position; inside: start <= s < end, so a back-to-back op is not):
+    brute force over pairs. A crossing event (rounded timestamps) counts as nested."""
+
+    def key(index: int) -> tuple[int, int, int]:
+        return (events[index][1], -events[index][2], index)
+
+    def starts_inside(outer: int, inner: int) -> bool:
+        (t1, s1, d1), (t2, s2, _) = events[outer], events[inner]
+        return t1 == t2 and key(outer) < key(inner) and s1 <= s2 < s1 + d1
+
+    return {
+        i for i in range(len(events)) if not any(starts_inside(j, i) for j in range(len(events)))
+    }
+
+
+@given(
+    st.lists(
+        st.tuples(st.integers(1, 2), st.integers(0, 8), st.integers(0, 5)), min_size=1, max_size=9
+    )
+)
+def test_top_level_events_match_brute_force(events: list[tuple[int, int, int]]) -> None:
+    trace = trace_of(events)
+    got = {int(event.name.removeprefix("aten::op")) for event in top_level_op_events(trace)}
+    assert got == reference_top_level(events)
