@@ -194,3 +194,59 @@ def test_rank_from_file_name_and_duplicate_ranks(tmp_path: Path) -> None:
     shutil.copy(PUBLIC / "trace_filter__sampled_rank-0.json.gz", tmp_path / "b.json.gz")
     with pytest.raises(Exception, match=r"rank 0 is also the rank of .*a\.json\.gz"):
         summarize_ranks([tmp_path / "a.json.gz", tmp_path / "b.json.gz"])
+
+
+def union_length(intervals: list[tuple[int, int]]) -> int:
+    """Length of a union of [start, end) intervals, by sorting and merging (written here)."""
+    total, reach = 0, None
+    for start, end in sorted(intervals):
+        if reach is None or start >= reach:
+            total += end - start
+            reach = end
+        elif end > reach:
+            total += end - reach
+            reach = end
+    return total
+
+
+def test_gpu_overlap_and_exclusive_breakdown_match_the_raw_json(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # GIVEN an NCCL rank whose compute kernels and collectives run on different streams
+    path = PUBLIC / "trace_filter__sampled_rank-0.json.gz"
+    device = [
+        event
+        for event in raw_document(path)["traceEvents"]
+        if event["ph"] == "X" and event.get("cat") in {"kernel", "gpu_memcpy", "gpu_memset"}
+    ]
+
+    def spans(events: list[dict[str, Any]]) -> list[tuple[int, int]]:
+        return [(ns(e["ts"]), ns(e["ts"]) + ns(e["dur"])) for e in events]
+
+    comm = [e for e in device if e["cat"] == "kernel" and e["name"].lower().startswith("nccl")]
+    compute = [e for e in device if e["cat"] == "kernel" and e not in comm]
+    memory = [e for e in device if e["cat"] != "kernel"]
+    compute_ns, comm_ns = union_length(spans(compute)), union_length(spans(comm))
+    either_ns = union_length(spans(compute + comm))
+    busy_ns = union_length(spans(device))
+    window = spans(device)
+    window_ns = max(end for _, end in window) - min(start for start, _ in window)
+    # WHEN it is summarized
+    (gpu,) = summarize_trace(read_trace(path)).devices
+    # THEN communication hidden under compute is the intersection of the two unions
+    assert gpu.comm_hidden_ns == compute_ns + comm_ns - either_ns > 0
+    assert gpu.comm_hidden_fraction == pytest.approx((compute_ns + comm_ns - either_ns) / comm_ns)
+    # AND the exclusive parts add up to the window, each instant counted once
+    parts = gpu.exclusive_ns()
+    assert parts == {
+        "compute": compute_ns,
+        "communication": either_ns - compute_ns,
+        "memory": busy_ns - either_ns,
+        "idle": window_ns - busy_ns,
+    }
+    assert sum(parts.values()) == gpu.window_ns == window_ns
+    assert len(memory) > 0  # the trace has copies: the memory part is exercised
+    # AND `trace summary` shows both
+    assert main(["trace", "summary", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "exclusive" in out and "hidden" in out

@@ -55,11 +55,32 @@ class DeviceTime:
     communication_ns: int
     memory_ns: int
     busy_ns: int  # union of the three (they may overlap on a device with several streams)
+    compute_or_comm_ns: int = 0  # union of compute and communication
 
     @property
     def idle_ns(self) -> int:
         """Time in the window with no device work."""
         return self.window_ns - self.busy_ns
+
+    @property
+    def comm_hidden_ns(self) -> int:
+        """Communication time during which compute ran too (hidden under it)."""
+        return self.compute_ns + self.communication_ns - self.compute_or_comm_ns
+
+    @property
+    def comm_hidden_fraction(self) -> float | None:
+        """`comm_hidden_ns` over all communication time (None without communication)."""
+        return self.comm_hidden_ns / self.communication_ns if self.communication_ns else None
+
+    def exclusive_ns(self) -> dict[str, int]:
+        """The window split so the parts add up to it: each instant counts once, for the first
+        of compute, communication, memory that runs then, else as idle."""
+        return {
+            "compute": self.compute_ns,
+            "communication": self.compute_or_comm_ns - self.compute_ns,
+            "memory": self.busy_ns - self.compute_or_comm_ns,
+            "idle": self.idle_ns,
+        }
 
 
 @dataclass(frozen=True)
@@ -169,11 +190,12 @@ def covered_ns(starts: I64, ends: I64) -> int:
 
 def _device_time(trace: Trace, rows: I64, device: str, stream: str) -> DeviceTime:
     ts, end, kind = trace.ts_ns[rows], trace.end_ns[rows], trace.kind[rows]
-    by_category = {
-        category: covered_ns(ts[mask], end[mask])
+    masks = {
+        category: np.isin(kind, [int(value) for value in kinds])
         for category, kinds in CATEGORY_KINDS.items()
-        for mask in [np.isin(kind, [int(value) for value in kinds])]
     }
+    by_category = {category: covered_ns(ts[mask], end[mask]) for category, mask in masks.items()}
+    either = masks["compute"] | masks["communication"]
     return DeviceTime(
         device=device,
         stream=stream,
@@ -183,6 +205,7 @@ def _device_time(trace: Trace, rows: I64, device: str, stream: str) -> DeviceTim
         communication_ns=by_category["communication"],
         memory_ns=by_category["memory"],
         busy_ns=covered_ns(ts, end),
+        compute_or_comm_ns=covered_ns(ts[either], end[either]),
     )
 
 

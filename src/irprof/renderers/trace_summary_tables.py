@@ -55,9 +55,10 @@ def device_table(title: str, rows: tuple[DeviceTime, ...]) -> Table:
     table.add_column("device")
     if any(row.stream for row in rows):
         table.add_column("stream")
-    for column in ("events", "window", "compute", "comm", "memory", "idle", "idle %"):
+    for column in ("events", "window", "compute", "comm", "hidden", "memory", "idle", "idle %"):
         table.add_column(column, justify="right")
     for row in rows:
+        hidden = row.comm_hidden_fraction
         stream = [cell_name(row.stream)] if row.stream else []
         table.add_row(
             cell_name(row.device),
@@ -66,9 +67,33 @@ def device_table(title: str, rows: tuple[DeviceTime, ...]) -> Table:
             format_ns(row.window_ns),
             format_ns(row.compute_ns),
             format_ns(row.communication_ns),
+            "-" if hidden is None else f"{hidden:.0%}",
             format_ns(row.memory_ns),
             format_ns(row.idle_ns),
             _share(row.idle_ns, row.window_ns),
+        )
+    return table
+
+
+def exclusive_table(rows: tuple[DeviceTime, ...]) -> Table:
+    """Each device's window split into parts that add up to it (compute first, then
+    communication, then memory, then idle)."""
+    table = Table(
+        title="Device time, exclusive (compute > comm > memory > idle; parts sum to the window)",
+        title_justify="left",
+    )
+    table.add_column("device")
+    for column in ("window", "compute", "comm only", "memory only", "idle"):
+        table.add_column(column, justify="right")
+    for row in rows:
+        parts = row.exclusive_ns()
+        table.add_row(
+            cell_name(row.device),
+            format_ns(row.window_ns),
+            *(
+                f"{format_ns(parts[name])} ({_share(parts[name], row.window_ns)})"
+                for name in ("compute", "communication", "memory", "idle")
+            ),
         )
     return table
 
@@ -89,6 +114,7 @@ def summary_tables(summary: TraceSummary) -> list[Table]:
     tables = [overview]
     if summary.devices:
         tables.append(device_table("Device time", summary.devices))
+        tables.append(exclusive_table(summary.devices))
         tables.append(device_table("Stream time", summary.streams))
         tables.append(name_table("Top device work", summary.top_device, summary.span_ns))
     tables.append(name_table("Top names by total time", summary.top_by_total, summary.span_ns))
