@@ -250,3 +250,55 @@ def test_gpu_overlap_and_exclusive_breakdown_match_the_raw_json(
     assert main(["trace", "summary", str(path)]) == 0
     out = capsys.readouterr().out
     assert "exclusive" in out and "hidden" in out
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "critical_path__simple_add__benchmark_result_493459_1694039959_trace.json.gz",
+        "trace_filter__sampled_rank-0.json.gz",  # no flows: launches joined by correlation id
+    ],
+)
+def test_idle_time_splits_into_host_and_kernel_wait_as_the_raw_json_says(name: str) -> None:
+    # GIVEN the raw events: device work per stream, host runtime calls by correlation id
+    events = [e for e in raw_document(PUBLIC / name)["traceEvents"] if e["ph"] == "X"]
+    device = [e for e in events if e.get("cat") in {"kernel", "gpu_memcpy", "gpu_memset"}]
+    launch_at = {
+        e["args"]["correlation"]: ns(e["ts"])
+        for e in sorted(events, key=lambda e: e["ts"], reverse=True)  # the first call wins
+        if e.get("cat") == "cuda_runtime" and "correlation" in e.get("args", {})
+    }
+    expected = {}
+    for stream in sorted({e["tid"] for e in device}):
+        mine = sorted(
+            (e for e in device if e["tid"] == stream), key=lambda e: (ns(e["ts"]), -ns(e["dur"]))
+        )
+        host = kernel = unknown = 0
+        reach = ns(mine[0]["ts"])
+        for e in mine:
+            start = ns(e["ts"])
+            launched = launch_at.get(e["args"].get("correlation"))
+            if start > reach:
+                gap = start - reach
+                if launched is None:
+                    unknown += gap
+                else:
+                    waited = min(max(launched - reach, 0), gap)
+                    host, kernel = host + waited, kernel + gap - waited
+            reach = max(reach, start + ns(e["dur"]))
+        short = sum(1 for e in mine if ns(e["dur"]) < 10_000)
+        expected[f"stream {stream}"] = (host, kernel, unknown, short, len(mine))
+    # WHEN the trace is summarized
+    waits = summarize_trace(read_trace(PUBLIC / name)).waits
+    got = {
+        w.stream: (w.host_wait_ns, w.kernel_wait_ns, w.unexplained_ns, w.short_events, w.events)
+        for w in waits
+    }
+    # THEN every stream's idle time is split as computed here, and the parts add up
+    assert got == expected
+    assert all(w.idle_ns == w.host_wait_ns + w.kernel_wait_ns + w.unexplained_ns for w in waits)
+    assert sum(w.host_wait_ns for w in waits) > 0
+    streams = {
+        stream.stream: stream for stream in summarize_trace(read_trace(PUBLIC / name)).streams
+    }
+    assert all(w.idle_ns == streams[w.stream].idle_ns for w in waits)

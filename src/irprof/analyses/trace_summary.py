@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from irprof.analyses.device_waits import StreamWaits, device_label, stream_waits
 from irprof.event_dag.nesting import nesting_parents, self_time_ns
 from irprof.trace.model import DEVICE_KINDS, EventKind, Trace
 
@@ -101,6 +102,7 @@ class TraceSummary:
     top_device: tuple[NameTotals, ...] = ()  # device work (kernels, copies, ...) by total time
     devices: tuple[DeviceTime, ...] = ()
     streams: tuple[DeviceTime, ...] = ()
+    waits: tuple[StreamWaits, ...] = ()  # each stream's idle time by what it waited for
 
     @property
     def span_ns(self) -> int:
@@ -158,6 +160,7 @@ def summarize_trace(trace: Trace, top: int = 15) -> TraceSummary:
         top_device=tuple(totals(int(name_id), device_count, device_total) for name_id in by_device),
         devices=devices,
         streams=streams,
+        waits=stream_waits(trace),
     )
 
 
@@ -207,14 +210,6 @@ def _device_time(trace: Trace, rows: I64, device: str, stream: str) -> DeviceTim
         busy_ns=covered_ns(ts, end),
         compute_or_comm_ns=covered_ns(ts[either], end[either]),
     )
-
-
-def device_label(trace: Trace, track: int) -> str:
-    """The device a track belongs to: Kineto's process label ("GPU 0") or the process name."""
-    labels = trace.metadata.get("sort_index", {})
-    pid = trace.tracks.pid[track]
-    label = labels.get(f"process_labels:{pid}") if isinstance(labels, dict) else None
-    return str(label) if label else trace.tracks.process[track]
 
 
 def device_times(trace: Trace) -> tuple[tuple[DeviceTime, ...], tuple[DeviceTime, ...]]:

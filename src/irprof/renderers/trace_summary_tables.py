@@ -11,6 +11,7 @@ from pathlib import Path
 from rich.table import Table
 from rich.text import Text
 
+from irprof.analyses.device_waits import SHORT_KERNEL_NS, StreamWaits
 from irprof.analyses.ranks import RankTable
 from irprof.analyses.trace_summary import DeviceTime, NameTotals, TraceSummary
 from irprof.renderers.units import format_ns, format_share
@@ -98,6 +99,36 @@ def exclusive_table(rows: tuple[DeviceTime, ...]) -> Table:
     return table
 
 
+def waits_table(rows: tuple[StreamWaits, ...]) -> Table:
+    """Each stream's idle time by what it waited for, with launch delays and short kernels."""
+    table = Table(
+        title="Idle time by cause (host wait: until the launch; kernel wait: launched, not run)",
+        title_justify="left",
+    )
+    table.add_column("device")
+    table.add_column("stream")
+    for column in ("idle", "host wait", "kernel wait", "unexplained", "launch delay p50 / max"):
+        table.add_column(column, justify="right")
+    table.add_column(f"< {format_ns(SHORT_KERNEL_NS)}", justify="right")
+    for row in rows:
+        delay = (
+            "-"
+            if row.launch_delay_median_ns is None or row.launch_delay_max_ns is None
+            else f"{format_ns(row.launch_delay_median_ns)} / {format_ns(row.launch_delay_max_ns)}"
+        )
+        table.add_row(
+            cell_name(row.device),
+            cell_name(row.stream),
+            format_ns(row.idle_ns),
+            format_ns(row.host_wait_ns),
+            format_ns(row.kernel_wait_ns),
+            format_ns(row.unexplained_ns),
+            delay,
+            f"{row.short_events:,} of {row.events:,}",
+        )
+    return table
+
+
 def summary_tables(summary: TraceSummary) -> list[Table]:
     """Overview, device and stream time, top device work, top names by total and self time."""
     overview = Table(title=Text(f"{summary.source} ({summary.format})"), title_justify="left")
@@ -116,6 +147,7 @@ def summary_tables(summary: TraceSummary) -> list[Table]:
         tables.append(device_table("Device time", summary.devices))
         tables.append(exclusive_table(summary.devices))
         tables.append(device_table("Stream time", summary.streams))
+        tables.append(waits_table(summary.waits))
         tables.append(name_table("Top device work", summary.top_device, summary.span_ns))
     tables.append(name_table("Top names by total time", summary.top_by_total, summary.span_ns))
     tables.append(name_table("Top names by self time", summary.top_by_self, summary.span_ns))
