@@ -39,7 +39,7 @@ def diff(
         typer.Option(
             "--fail-if-slower",
             metavar="PCT",
-            help="Exit 1 when B's time per step is significantly more than PCT%% above A's.",
+            help="Exit 1 when B's time per step is significantly more than PCT% above A's.",
         ),
     ] = None,
     limit: Annotated[int, typer.Option("-n", "--limit", help="Rows per table.")] = 20,
