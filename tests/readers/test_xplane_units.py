@@ -95,7 +95,7 @@ LIMIT_NS = 2**62  # irprof's bound on nanosecond times, far from int64's edge
 @pytest.mark.parametrize(
     ("line_ns", "event"),
     [
-        (0, XEvent(metadata_id=1, offset_ps=0, duration_ps=-1)),
+        (0, XEvent(metadata_id=1, offset_ps=5 * 10**18, duration_ps=5 * 10**18)),
         (LIMIT_NS - 5, XEvent(metadata_id=1, offset_ps=5_000, duration_ps=0)),
         (LIMIT_NS - 5, XEvent(metadata_id=1, offset_ps=0, duration_ps=4_000)),
         (-LIMIT_NS - START_NS, XEvent(metadata_id=1, offset_ps=0, duration_ps=0)),
@@ -106,8 +106,18 @@ def test_negative_or_overflowing_times_are_refused(
 ) -> None:
     path = tmp_path / "bad.xplane.pb"
     path.write_bytes(_space(line_ns, event).SerializeToString())
-    with pytest.raises(TraceFormatError, match=r"beyond int64 nanoseconds or a negative duration"):
+    with pytest.raises(TraceFormatError, match=r"event times beyond int64 nanoseconds"):
         read_trace(path)
+
+
+def test_a_negative_duration_is_read_as_0_and_counted_as_in_every_reader(tmp_path: Path) -> None:
+    events = (
+        XEvent(metadata_id=1, offset_ps=0, duration_ps=-3_000),
+        XEvent(metadata_id=1, offset_ps=10_000, duration_ps=2_000),
+    )
+    trace = read_space(tmp_path, _space(1_000, *events))
+    assert trace.dur_ns.tolist() == [0, 2]
+    assert "1 event(s) with a negative 'dur' read as 0 ns" in trace.warnings
 
 
 def test_times_just_inside_the_bound_are_read(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ from iree.compiler import ir
 
 from irprof.analyses.profiled_ops import ProfiledModule, load_profiled_module
 from irprof.bundle import Manifest, RunBundle
-from irprof.errors import BundleError, UsageError
+from irprof.errors import BundleError, MlirError, UsageError
 
 
 @dataclass(frozen=True)
@@ -50,11 +50,48 @@ def require_annotated(bundle: RunBundle, level: str | None = None) -> str:
 
 
 def load_annotated_level(bundle: RunBundle, level: str | None = None) -> AnnotatedLevel:
-    """Parse `RUN/annotated/<level>.mlir` and gather its profiled ops."""
+    """Parse `RUN/annotated/<level>.mlir` and gather its profiled ops, checked to attribute
+    no negative time and no more than the module's profiled time (`check_attributed`)."""
     chosen = require_annotated(bundle, level)
     path = bundle.member(f"annotated/{chosen}.mlir", what="annotated IR")
-    module, profiled = load_profiled_module(path)
+    try:
+        module, profiled = load_profiled_module(path)
+    except MlirError as exc:
+        message = str(exc)
+        raise BundleError(
+            message if message.startswith(str(path)) else f"{path}: {message}"
+        ) from exc
+    check_attributed(path, profiled)
     return AnnotatedLevel(chosen, path, module, profiled)
+
+
+def check_attributed(path: Path, profiled: ProfiledModule) -> None:
+    """Refuse an annotated module whose ops attribute more time than it says was profiled
+    (`irprof.summary`), or whose summary holds a negative time: a forged or damaged file
+    would otherwise print "18446744074 s attributed of 4.89 ms profiled"."""
+    summary = profiled.summary
+    for field in ("profiled_ns", "attributed_ns"):
+        value = summary.get(field, 0)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise BundleError(
+                f"{path}: irprof.summary field '{field}' = {value!r} is not a non-negative "
+                "integer; re-run `irprof annotate`"
+            )
+    limit = summary.get("profiled_ns", 0)
+    if not limit:
+        return
+    # Shares of one event are rounded to whole ns: allow 1 ns of rounding per op.
+    ops = [op for op in profiled.annotated if not op.inclusive]
+    attributed = sum(op.total_ns for op in ops)
+    groups = [op.profile.group_total_ns for op in ops if op.profile is not None]
+    biggest_group = max(groups, default=0)
+    if attributed > limit + len(ops) or biggest_group > limit:
+        what = "its ops attribute" if attributed > limit + len(ops) else "an event group holds"
+        amount = attributed if attributed > limit + len(ops) else biggest_group
+        raise BundleError(
+            f"{path}: {what} {amount} ns, more than the {limit} ns its irprof.summary says "
+            "were profiled; the annotation is damaged or forged: re-run `irprof annotate`"
+        )
 
 
 def model_script(bundle: RunBundle, manifest: Manifest) -> str:

@@ -17,6 +17,11 @@ Parquet traces and datasets are queried where they lie (DuckDB reads only the co
 groups a query needs); other trace files are read into memory first. A directory of rank traces
 is converted to a rank dataset first (`rank_dataset.convert_ranks`, in parallel), into a
 temporary folder unless one is given.
+
+A session is a sandbox unless opened with `allow_external=True` (`irprof sql --allow-external`):
+once the views exist, DuckDB's file system access is switched off except for the Parquet files
+the views read, and the configuration is locked, so a query cannot read, write, attach or
+install anything (`read_csv('/etc/passwd')`, `COPY ... TO`, `ATTACH`, `INSTALL`).
 """
 
 from __future__ import annotations
@@ -108,8 +113,10 @@ class SqlSession:
         cleanup: contextlib.ExitStack | None = None,
         ranks: int = 1,
         missing: tuple[RankFailure, ...] = (),
+        readable: tuple[Path, ...] = (),
     ) -> None:
         self.connection = connection
+        self.readable = readable  # the files the views read where they lie
         self.description = description
         self.views = views
         self.failures = failures  # rank files that failed to convert for this session
@@ -123,6 +130,15 @@ class SqlSession:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def seal(self) -> None:
+        """Switch off DuckDB's file system access (but for the views' own files) and lock the
+        configuration, so that no query can turn it back on."""
+        if self.readable:
+            allowed = ", ".join(_quote(path) for path in self.readable)
+            self.connection.execute(f"SET allowed_paths = [{allowed}]")
+        self.connection.execute("SET enable_external_access = false")
+        self.connection.execute("SET lock_configuration = true")
+
     def close(self) -> None:
         """Close the connection and remove temporary files."""
         self.connection.close()
@@ -135,6 +151,11 @@ class SqlSession:
             return action()
         except duckdb.Error as exc:
             message = str(exc).strip().splitlines()[0]
+            if "disabled by configuration" in message or "configuration has been locked" in message:
+                raise UsageError(
+                    f"SQL: {message}: queries run sandboxed, with no file access beyond the "
+                    "views; pass --allow-external (allow_external=True) for full DuckDB"
+                ) from exc
             bundle_only = "" if "ops" in self.views else "; ops and opprofile: run bundles only"
             raise UsageError(
                 f"SQL: {message} (views here: {', '.join(self.views)}{bundle_only}; "
@@ -172,14 +193,32 @@ class SqlSession:
         handle, temporary = tempfile.mkstemp(prefix=f".{output.name}.", dir=output.parent)
         os.close(handle)
         try:
-            if suffix == ".parquet":
-                self._run(lambda: relation.to_parquet(temporary, compression="zstd"), sql)
-            else:
-                self._run(lambda: relation.to_csv(temporary, header=True), sql)
+            # Written by pyarrow from DuckDB's record batches: a sealed session's DuckDB may
+            # not write files itself.
+            batches = self._run(lambda: relation.to_arrow_reader(_EXPORT_BATCH_ROWS), sql)
+            _write_batches(batches, Path(temporary), suffix)
             os.replace(temporary, output)
         finally:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(temporary)
+
+
+_EXPORT_BATCH_ROWS = 1 << 17
+
+
+def _write_batches(batches: pa.RecordBatchReader, path: Path, suffix: str) -> None:
+    """Stream record batches into a Parquet (zstd) or CSV (with a header) file."""
+    import pyarrow.csv as pa_csv
+    import pyarrow.parquet as pq
+
+    writer: Any
+    if suffix == ".parquet":
+        writer = pq.ParquetWriter(path, batches.schema, compression="zstd")
+    else:
+        writer = pa_csv.CSVWriter(path, batches.schema)
+    with writer:
+        for batch in batches:
+            writer.write_batch(batch)
 
 
 def _connection() -> duckdb.DuckDBPyConnection:
@@ -242,8 +281,10 @@ def _trace_views(connection: duckdb.DuckDBPyConnection, trace: Trace, rank: int)
     connection.execute(_EVENTS_SQL.format(source="events_data"))
 
 
-def _parquet_views(connection: duckdb.DuckDBPyConnection, files: list[tuple[Path, int]]) -> None:
-    """Views over Parquet traces (one per rank) read where they lie."""
+def _parquet_views(
+    connection: duckdb.DuckDBPyConnection, files: list[tuple[Path, int]]
+) -> tuple[Path, ...]:
+    """Views over Parquet traces (one per rank) read where they lie; returns those files."""
     headers = [(rank, parquet_header(path)) for path, rank in files]
     _register_headers(connection, headers)
     selects = [
@@ -253,6 +294,7 @@ def _parquet_views(connection: duckdb.DuckDBPyConnection, files: list[tuple[Path
     ]
     connection.execute(f"CREATE VIEW events_data AS {' UNION ALL '.join(selects)}")
     connection.execute(_EVENTS_SQL.format(source="events_data"))
+    return tuple(path for path, _rank in files)
 
 
 def _quote(path: Path) -> str:
@@ -267,9 +309,11 @@ def open_sql(
     dataset: Path | None = None,
     format: str | None = None,
     on_progress: Callable[[int, int], None] | None = None,
+    allow_external: bool = False,
 ) -> Iterator[SqlSession]:
     """A session with the views of `source` (see the module doc); rank traces are converted
-    on `cluster` into `dataset` (a temporary folder when None)."""
+    on `cluster` into `dataset` (a temporary folder when None). Sealed (no file system access
+    for queries) unless `allow_external`."""
     if not source.exists():
         raise TraceFormatError(source, "no such file or directory")
     connection = _connection()
@@ -277,6 +321,8 @@ def open_sql(
     try:
         session = _open(connection, source, cluster or ClusterOptions(), dataset, format,
                         on_progress)  # fmt: skip
+        if not allow_external:
+            session.seal()
         yield session
     finally:
         if session is not None:
@@ -286,7 +332,11 @@ def open_sql(
 
 
 def open_dataset_session(
-    source: Path, *, cluster: ClusterOptions | None = None, dataset: Path | None = None
+    source: Path,
+    *,
+    cluster: ClusterOptions | None = None,
+    dataset: Path | None = None,
+    allow_external: bool = False,
 ) -> SqlSession:
     """A session that lives as long as its relations (for the Python API): no temporary
     folder, so a directory of rank traces needs `dataset`, the folder to convert it into."""
@@ -306,7 +356,10 @@ def open_dataset_session(
         raise TraceFormatError(source, "no such file or directory")
     connection = _connection()
     try:
-        return _open(connection, source, cluster or ClusterOptions(), dataset, None, None)
+        session = _open(connection, source, cluster or ClusterOptions(), dataset, None, None)
+        if not allow_external:
+            session.seal()
+        return session
     except BaseException:
         connection.close()
         raise
@@ -338,8 +391,8 @@ def _open(
                               on_progress)  # fmt: skip
     if source.is_file() and (source.suffix == ".parquet" or _head(source) == b"PAR1"):
         rank = rank_from_metadata(parquet_header(source)["metadata"], source, default=0)
-        _parquet_views(connection, [(source, rank)])
-        return SqlSession(connection, f"Parquet trace {source}", EVENT_VIEWS)
+        readable = _parquet_views(connection, [(source, rank)])
+        return SqlSession(connection, f"Parquet trace {source}", EVENT_VIEWS, readable=readable)
     trace = read_trace(source, format)
     _trace_views(connection, trace, rank_from_metadata(trace.metadata, source, default=0))
     return SqlSession(connection, f"trace {source}", EVENT_VIEWS)
@@ -390,8 +443,26 @@ def _dataset_session(
     description: str,
     cleanup: contextlib.ExitStack | None = None,
 ) -> SqlSession:
-    files = [(dataset.root / part.partition, part.rank) for part in dataset.parts]
-    _parquet_views(connection, files)
+    files = [(_inside(dataset.root, part.partition), part.rank) for part in dataset.parts]
+    readable = _parquet_views(connection, files)
     return SqlSession(
-        connection, description, EVENT_VIEWS, dataset.failures, cleanup, len(dataset.parts)
-    )
+        connection, description, EVENT_VIEWS, dataset.failures, cleanup, len(dataset.parts),
+        readable=readable,
+    )  # fmt: skip
+
+
+def _inside(root: Path, relative: str) -> Path:
+    """`root / relative`, a regular file reached through real folders inside the dataset:
+    a partition that is (or sits under) a symbolic link may lead anywhere on the system."""
+    path = root / relative
+    step = root
+    for part in Path(relative).parts:
+        step = step / part
+        if step.is_symlink():
+            raise TraceFormatError(
+                step, f"a symbolic link inside rank dataset {root}: partitions must be real "
+                "files and folders inside the dataset"
+            )  # fmt: skip
+    if not path.is_file() or not path.resolve().is_relative_to(root.resolve()):
+        raise TraceFormatError(path, f"not a regular file inside rank dataset {root}")
+    return path

@@ -9,7 +9,13 @@ from iree.compiler import ir
 from irprof.errors import MlirError
 from irprof.fileio import write_bytes_atomic
 from irprof.mlir.locations import downcast
-from irprof.mlir.safe_parse import DEFAULT_LIMITS, ParseLimits, call_with_stack, prescan_mlir
+from irprof.mlir.safe_parse import (
+    DEFAULT_LIMITS,
+    ParseLimits,
+    call_with_stack,
+    prescan_mlir,
+    probe_bytecode,
+)
 
 # MLIR bytecode files start with "ML\xefR".
 BYTECODE_MAGIC = b"ML\xefR"
@@ -38,9 +44,16 @@ def _diag_where(location: ir.Location, source_name: str) -> str:
 def _check_source(
     source: str | bytes, source_name: str, limits: ParseLimits = DEFAULT_LIMITS
 ) -> None:
-    """Reject inputs that are not MLIR, or that would crash or stall the parser (see safe_parse)."""
+    """Reject inputs that are not MLIR, or that would crash or stall the parser (see safe_parse):
+    text is pre-scanned, bytecode parsed in a child process first."""
     if isinstance(source, bytes):
         if source.startswith(BYTECODE_MAGIC):
+            if len(source) > limits.max_bytes:
+                raise MlirError(
+                    f"{source_name}: {len(source) / 2**20:.0f} MiB of MLIR bytecode is over the "
+                    f"limit of {limits.max_bytes / 2**20:.0f} MiB; raise it with --max-mlir-mb"
+                )
+            probe_bytecode(source, source_name)
             return
         try:
             source.decode("utf-8")
@@ -66,12 +79,21 @@ def parse_module(
 ) -> ir.Module:
     """Parse MLIR text or bytecode; raises MlirError with MLIR's diagnostics on failure."""
     _check_source(source, source_name, limits)
+    return _parse_checked(source, context, source_name, limits)
+
+
+def _parse_checked(
+    source: str | bytes, context: ir.Context, source_name: str, limits: ParseLimits
+) -> ir.Module:
+    """Parse a source `_check_source` accepted, on a stack sized for its nesting."""
     try:
         return call_with_stack(lambda: ir.Module.parse(source, context), limits.stack_bytes)
     except ir.MLIRError as exc:
         raise MlirError(
             f"{source_name}: not valid MLIR\n{_diagnostics_text(exc, source_name)}"
         ) from exc
+    except RuntimeError as exc:  # the bindings on corrupt bytecode ("str conversion error")
+        raise MlirError(f"{source_name}: not valid MLIR bytecode: {exc}") from exc
 
 
 def _names_a_file(text: str) -> bool:
@@ -108,6 +130,8 @@ def load_module(
         except OSError as exc:
             raise MlirError(f"{path}: cannot read ({exc.strerror})") from exc
     _check_source(data, str(path), limits)
+    if data.startswith(BYTECODE_MAGIC):  # the very bytes the child parsed, not a re-read
+        return _parse_checked(data, context, str(path), limits)
     try:
         # parseFile (not parse of `data`) so ops without a location get this file's name, as
         # with mlir-opt; the bindings have no way to name a buffer. So MLIR reads the file once
@@ -115,6 +139,8 @@ def load_module(
         return call_with_stack(lambda: ir.Module.parseFile(str(path), context), limits.stack_bytes)
     except ir.MLIRError as exc:
         raise MlirError(f"{path}: not valid MLIR\n{_diagnostics_text(exc, str(path))}") from exc
+    except RuntimeError as exc:  # the bindings on corrupt bytecode ("str conversion error")
+        raise MlirError(f"{path}: not valid MLIR bytecode: {exc}") from exc
 
 
 def print_module_bytes(

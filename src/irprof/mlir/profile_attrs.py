@@ -28,6 +28,7 @@ from typing import Any, Literal
 from iree.compiler import ir
 
 from irprof.coverage import Coverage
+from irprof.errors import MlirError
 from irprof.mlir.op_index import root_operation
 from irprof.opprofile import ProfileData
 
@@ -246,8 +247,38 @@ def _strs(attr: ir.Attribute | None) -> tuple[str, ...]:
     return tuple(ir.StringAttr(item).value for item in ir.ArrayAttr(attr))
 
 
+# Fields that count events or nanoseconds: a negative value can only be a forged or damaged
+# annotation, and summing it would subtract time (`first_ts_ns` is a time stamp, any sign).
+_NON_NEGATIVE_FIELDS = ("count", "total_ns", "mean_ns", "min_ns", "max_ns", "group_total_ns",
+                        "group_size")  # fmt: skip
+
+
 def get_profile(op: ir.Operation) -> ProfileData | None:
-    """The profile attached to `op` (either layout), or None."""
+    """The profile attached to `op` (either layout), or None; an MlirError naming the op and
+    the field when a field has the wrong type or a count or time is negative."""
+    try:
+        data = _read_profile(op)
+    except ValueError as exc:  # the bindings' cast of an attribute of another type
+        raise MlirError(f"{_describe(op)}: profile attribute is malformed ({exc})") from exc
+    if data is None:
+        return None
+    for name in _NON_NEGATIVE_FIELDS:
+        value = getattr(data, name)
+        if value < 0:
+            raise MlirError(f"{_describe(op)}: profile field '{name}' = {value} is negative")
+    if not math.isfinite(data.fraction) or data.fraction < 0:
+        raise MlirError(
+            f"{_describe(op)}: profile field 'fraction' = {data.fraction} is not a share"
+        )
+    return data
+
+
+def _describe(op: ir.Operation) -> str:
+    operation = op.operation
+    return f"op '{operation.name}' at {operation.location}"
+
+
+def _read_profile(op: ir.Operation) -> ProfileData | None:
     attributes = op.operation.attributes
     if PROFILE_ATTR in attributes:
         attr = ir.DictAttr(attributes[PROFILE_ATTR])

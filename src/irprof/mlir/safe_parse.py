@@ -11,11 +11,20 @@ Measured on a 100k-op module (8.4 MB, parse 0.66 s): the pre-scan costs ~0.08 s,
 thread ~1 ms. A child process that parses first would cost a fresh interpreter with the bindings
 (~0.5 s) plus a second parse (+0.66 s), nearly tripling the load, so it is not used; the pre-scan
 plus the stack are what make crashes impossible for the shapes the parser recurses on.
+
+Bytecode is different: its reader trusts section sizes and indexes (one changed byte of a valid
+file segfaults it; another aborts in "LLVM ERROR: SmallVector unable to grow"), and there is no
+text to pre-scan. `probe_bytecode` therefore parses bytecode once in a child process first and
+turns a crash there into an MlirError; bytecode files are small next to text, so the ~0.5 s of
+a fresh interpreter is paid only on them.
 """
 
 from __future__ import annotations
 
 import re
+import signal
+import subprocess
+import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -151,3 +160,64 @@ def call_with_stack(function: Callable[[], T], stack_bytes: int) -> T:
     if failure:
         raise failure[0]
     return outcome[0]
+
+
+# Exit codes of the bytecode probe's child: parsed, refused by MLIR (the parent parses again
+# for the diagnostics), or another exception from the bindings (its text on stderr).
+PROBE_PARSED, PROBE_INVALID, PROBE_FAILED = 0, 10, 11
+PROBE_TIMEOUT_S = 600
+_PROBE_CHILD = (
+    "import sys\n"
+    "from irprof.mlir.safe_parse import bytecode_probe_child\n"
+    "sys.exit(bytecode_probe_child())\n"
+)
+
+
+def bytecode_probe_child() -> int:
+    """In the child: parse the bytecode on stdin; the exit code says how it went."""
+    from iree.compiler import ir
+
+    from irprof.mlir.context import make_context
+
+    data = sys.stdin.buffer.read()
+    try:
+        ir.Module.parse(data, make_context())
+    except ir.MLIRError:
+        return PROBE_INVALID
+    except Exception as exc:  # the bindings raise RuntimeError on some corrupt strings
+        sys.stderr.write(f"{type(exc).__name__}: {exc}")
+        return PROBE_FAILED
+    return PROBE_PARSED
+
+
+def probe_bytecode(data: bytes, source_name: str) -> None:
+    """Parse MLIR bytecode in a child process first: a crash of the parser there (a signal, an
+    LLVM fatal error) or an exception from the bindings is an MlirError here, not the end of
+    this process. Returns when the child parsed it or MLIR refused it with diagnostics."""
+    try:
+        child = subprocess.run(
+            [sys.executable, "-c", _PROBE_CHILD],
+            input=data,
+            capture_output=True,
+            timeout=PROBE_TIMEOUT_S,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise MlirError(
+            f"{source_name}: the MLIR bytecode parser did not finish in {PROBE_TIMEOUT_S} s; "
+            "the file is corrupt or hostile"
+        ) from exc
+    if child.returncode in (PROBE_PARSED, PROBE_INVALID):
+        return
+    said = child.stderr.decode("utf-8", "replace").strip().splitlines()
+    last = f": {said[-1][:200]}" if said else ""
+    if child.returncode == PROBE_FAILED:
+        raise MlirError(f"{source_name}: not valid MLIR bytecode{last}")
+    if child.returncode < 0:
+        how = f"was killed by {signal.Signals(-child.returncode).name}"
+    else:
+        how = f"exited with status {child.returncode}"
+    raise MlirError(
+        f"{source_name}: the MLIR bytecode parser crashed on this file (it {how}{last}); "
+        "the file is corrupt or hostile: regenerate it, or pass the MLIR text"
+    )

@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import difflib
 import functools
+import os
+import re
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -162,14 +165,61 @@ def _unknown_pass(name: str, detail: str) -> PipelineError:
     )
 
 
-def _check_native(elements: tuple[str, ...], context: ir.Context) -> None:
-    """Parse native elements now, so a bad name fails before anything runs."""
-    for element in elements:
+# MLIR's message when a known pass refuses its options (the pass, then the options' text).
+_BAD_OPTIONS = re.compile(r"failed to add `([^`]*)` with options `([^`]*)`")
+
+
+def _parse_native(text: str, context: ir.Context) -> str | None:
+    """None when `builtin.module(text)` parses, else MLIR's message with what LLVM's option
+    parser printed on the process's stderr (it names a bad value: "for the --max-iterations
+    option: '9999' value invalid for long argument!"), which is caught here instead."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as captured:
+        os.dup2(captured.fileno(), 2)
         try:
-            passmanager.PassManager.parse(f"{ANCHOR}({element})", context)
+            passmanager.PassManager.parse(f"{ANCHOR}({text})", context)
+            return None
         except ValueError as exc:
-            name = _split_element(element)[0]
-            raise _unknown_pass(name, str(exc).strip().splitlines()[0]) from None
+            message = str(exc).strip()
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        captured.seek(0)
+        printed = captured.read().decode("utf-8", "replace").strip()
+    return "\n".join(part for part in (printed, message) if part)
+
+
+def _bad_options(element: str, message: str) -> PipelineError | None:
+    """The error for a known pass given wrong options, naming the option when it can."""
+    found = _BAD_OPTIONS.search(message)
+    if found is None:
+        return None
+    name, options = found.groups()
+    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    reasons = [
+        line.removeprefix("<Pass-Options-Parser>").lstrip(": ")
+        for line in lines
+        if not line.startswith("failed to add")
+    ]
+    reason = "; ".join(reasons) or "an option name or value is wrong"
+    return PipelineError(
+        f"pass '{name}' in {element!r}: invalid options {{{options}}}: {reason} "
+        f"(`iree-opt --help` lists the options of '{name}')"
+    )
+
+
+def _check_native(elements: tuple[str, ...], context: ir.Context) -> None:
+    """Parse native elements now, so a bad name or option fails before anything runs."""
+    for element in elements:
+        message = _parse_native(element, context)
+        if message is None:
+            continue
+        wrong_options = _bad_options(element, message)
+        if wrong_options is not None:
+            raise wrong_options
+        name = _split_element(element)[0]
+        raise _unknown_pass(name, message.splitlines()[0]) from None
 
 
 def _reject_nested_irprof(name: str, nested: str) -> None:

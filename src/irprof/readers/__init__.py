@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Protocol
 
 from irprof.errors import TraceFormatError, UsageError
-from irprof.fileio import gunzip_if_gzip
+from irprof.fileio import MAX_DECOMPRESSED_BYTES, gunzip_if_gzip
 from irprof.registry import Registry
 from irprof.trace.model import Trace
 
@@ -120,19 +120,28 @@ def _read_with_fallback(
     ) from first
 
 
-def read_trace(path: str | Path, format: str | None = None) -> Trace:
-    """Read any supported trace file (gzip or not; a directory holding one) into a `Trace`."""
+def read_trace(
+    path: str | Path, format: str | None = None, *, max_bytes: int = MAX_DECOMPRESSED_BYTES
+) -> Trace:
+    """Read any supported trace file (gzip or not; a directory holding one) into a `Trace`;
+    gzip data inflating past `max_bytes` is refused (the streamed `trace convert` reads it)."""
     source = resolve_trace_file(Path(path))
     try:
         raw = source.read_bytes()
     except OSError as exc:
         raise TraceFormatError(source, f"cannot read: {exc.strerror or exc}") from exc
-    return read_trace_bytes(source, raw, format)
+    return read_trace_bytes(source, raw, format, max_bytes=max_bytes)
 
 
-def read_trace_bytes(source: Path, raw: bytes, format: str | None = None) -> Trace:
+def read_trace_bytes(
+    source: Path,
+    raw: bytes,
+    format: str | None = None,
+    *,
+    max_bytes: int = MAX_DECOMPRESSED_BYTES,
+) -> Trace:
     """Parse `raw`, the bytes already read from the trace file `source` (gzip or not)."""
-    data = gunzip_if_gzip(raw, source)
+    data = gunzip_if_gzip(raw, source, max_bytes)
     del raw  # a gzip file's compressed bytes are not needed past this point
     if not data or data.isspace():
         raise TraceFormatError(source, "file is empty")

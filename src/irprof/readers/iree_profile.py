@@ -10,6 +10,8 @@ IREE host-clock nanoseconds (`iree_host_time_ns`, a monotonic clock, not epoch).
 
 from __future__ import annotations
 
+import re
+from array import array
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,6 +41,13 @@ CONTEXT_FIELDS = (
 INT64_MAX = (1 << 63) - 1
 
 _decode_line = msgspec.json.Decoder(dict[str, Any])
+# The first record's `type` comes first (iree-profile writes it there); JSON whitespace may
+# surround any token, as when the lines were re-written by another JSON tool.
+_FIRST_RECORD = re.compile(
+    rb'[ \t\r\n]*\{[ \t\r\n]*"type"[ \t\r\n]*:[ \t\r\n]*"(?:'
+    + b"|".join(re.escape(kind) for kind in (*EVENT_TYPES, SUMMARY_TYPE.encode()))
+    + rb')"'
+)
 
 
 def _integer(record: dict[str, Any], field: str, path: Path, line: int) -> int:
@@ -60,7 +69,8 @@ def read_iree_profile(path: str | Path, data: bytes | None = None) -> Trace:
             data = source.read_bytes()
         except OSError as exc:
             raise TraceFormatError(source, f"cannot read: {exc.strerror or exc}") from exc
-    builder = TraceBuilder()
+    lines = array("q")  # file line of each event, for the builder's time check
+    builder = TraceBuilder(source, lambda row: f"line {lines[row]}")
     invalid = 0
     for number, raw in enumerate(data.splitlines(), start=1):
         if not raw.strip():
@@ -72,6 +82,10 @@ def read_iree_profile(path: str | Path, data: bytes | None = None) -> Trace:
                 source,
                 f"not a JSON object ({exc}); expected iree-profile --format=jsonl lines",
                 where=f"line {number}",
+            ) from exc
+        except RecursionError as exc:  # msgspec recurses per nesting level
+            raise TraceFormatError(
+                source, "JSON nested too deep for an iree-profile record", where=f"line {number}"
             ) from exc
         kind = record.get("type")
         if kind == SUMMARY_TYPE:
@@ -97,6 +111,7 @@ def read_iree_profile(path: str | Path, data: bytes | None = None) -> Trace:
         args = {"dispatch": key, "device": device, "queue": queue}
         args.update({name: record[name] for name in CONTEXT_FIELDS if name in record})
         builder.add(start, duration, track, key, EventKind.DISPATCH, args)
+        lines.append(number)
     builder.metadata["clock"] = "iree_host_time_ns (monotonic)"
     if invalid:
         builder.warnings.append(f"{invalid} dispatch events marked invalid by IREE were skipped")
@@ -119,12 +134,8 @@ class IreeProfileReader:
     name: str = "iree-profile"
 
     def sniff(self, head: bytes) -> bool:
-        """The first line is an iree-profile dispatch record."""
-        first = head.lstrip().split(b"\n", 1)[0]
-        return first.startswith(b'{"type":"') and (
-            any(first.startswith(b'{"type":"' + kind + b'"') for kind in EVENT_TYPES)
-            or first.startswith(b'{"type":"dispatch_summary"')
-        )
+        """The first record is an iree-profile dispatch record (`{"type": "..."`)."""
+        return _FIRST_RECORD.match(head) is not None
 
     def read(self, path: Path, data: bytes) -> Trace:
         """Parse the whole JSONL file."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -10,6 +11,8 @@ from irprof.trace.io import EVENTS_FORMAT, load_events_json, load_parquet
 from irprof.trace.model import Trace
 
 PARQUET_MAGIC = b"PAR1"
+# The writer puts the format tag first; any JSON whitespace around it is still the format.
+_EVENTS_HEAD = re.compile(rb'\s*\{\s*"format"\s*:\s*"' + re.escape(EVENTS_FORMAT.encode()) + rb'"')
 
 
 @dataclass(frozen=True)
@@ -19,8 +22,8 @@ class EventsJsonReader:
     name: str = "events"
 
     def sniff(self, head: bytes) -> bool:
-        """The writer puts the format tag first."""
-        return head.lstrip().startswith(b'{"format":"' + EVENTS_FORMAT.encode() + b'"')
+        """The format tag comes first (the writer puts it there)."""
+        return _EVENTS_HEAD.match(head) is not None
 
     def read(self, path: Path, data: bytes) -> Trace:
         """Load the unified JSON (the file is re-read; gzip is handled there too)."""

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import base64
 import itertools
+import math
 import operator
 import re
 from collections.abc import Iterable
@@ -117,6 +118,16 @@ def stats_dict(stats: Iterable[XStat], stat_names: dict[int, str]) -> dict[str, 
     return found
 
 
+def stat_int(value: object, limit: int = 1 << 63) -> int | None:
+    """An integer stat value (or an integral finite float) with |value| below `limit`, else None:
+    a hostile or damaged file may put a string, bytes, NaN or inf where an id or time belongs."""
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        value = int(value)
+    if type(value) is not int or not -limit <= value < limit:
+        return None
+    return value
+
+
 def classify_event(
     plane_name: str, line_name: str, name: str, display_name: str, stats: dict[str, Any], dur: int
 ) -> EventKind:
@@ -186,7 +197,7 @@ def _task_environment(path: Path, plane: XPlane) -> dict[str, Any]:
     return found
 
 
-def _hlo_programs(plane: XPlane) -> list[HloProgram]:
+def _hlo_programs(plane: XPlane, warnings: list[str]) -> list[HloProgram]:
     stat_names = {key: meta.name for key, meta in plane.stat_metadata.items()}
     programs = []
     for metadata in plane.event_metadata.values():
@@ -197,7 +208,14 @@ def _hlo_programs(plane: XPlane) -> list[HloProgram]:
             if stat_name == HLO_PROTO_STAT:
                 proto = stat.bytes_value
             elif stat_name == PROGRAM_ID_STAT:
-                program_id = int(stat_value(stat, stat_names))
+                value = stat_value(stat, stat_names)
+                found = stat_int(value)
+                if found is None:
+                    warnings.append(
+                        f"HLO program {metadata.name!r}: program_id {str(value)[:40]!r} is not "
+                        "an integer; read as -1"
+                    )
+                program_id = -1 if found is None else found
         if proto:
             name = _PROGRAM_SUFFIX.sub("", metadata.name)
             programs.append(HloProgram(program_id, name, proto))
@@ -208,16 +226,29 @@ class _FlowCollector:
     """Pairs TraceMe producer (`_p`) and consumer (`_c`) contexts of the same type and id."""
 
     def __init__(self) -> None:
-        self.producers: dict[tuple[Any, Any], int] = {}
-        self.consumers: list[tuple[tuple[Any, Any], int]] = []
+        self.producers: dict[tuple[Any, int], int] = {}
+        self.consumers: list[tuple[tuple[Any, int], int]] = []
+        self.ignored = 0  # contexts whose id is not an integer (a string, bytes, inf)
 
     def note(self, row: int, args: dict[str, Any]) -> None:
-        if "_p" in args:
-            self.producers.setdefault((args.get("_pt"), args["_p"]), row)
-        if "_c" in args:
-            self.consumers.append(((args.get("_ct"), args["_c"]), row))
+        for stat, type_stat, found in (("_p", "_pt", self.producers), ("_c", "_ct", None)):
+            if stat not in args:
+                continue
+            # TraceMe context ids are uint64
+            context_id = stat_int(args[stat], 1 << 64)
+            if context_id is None:
+                self.ignored += 1
+            elif found is not None:
+                found.setdefault((args.get(type_stat), context_id), row)
+            else:
+                self.consumers.append(((args.get(type_stat), context_id), row))
 
     def emit(self, builder: TraceBuilder) -> None:
+        if self.ignored:
+            builder.warnings.append(
+                f"{self.ignored} producer/consumer context(s) ('_p'/'_c') with an id that is "
+                "not an integer were ignored"
+            )
         for key, consumer in self.consumers:
             producer = self.producers.get(key)
             if producer is not None and producer != consumer:
@@ -335,11 +366,16 @@ def _read_line(
         itertools.chain.from_iterable(map(_EVENT_FIELDS, line_view.events)), np.int64, 4 * count
     ).reshape(count, 4)
     metadata_ids, offset_ps, duration_ps = fields[:, 0], fields[:, 1], fields[:, 2]
-    last_end_ps = int(offset_ps.max()) + int(duration_ps.max())
-    if abs(base_ns) + last_end_ps // 1000 + 1 >= 2**62 or int(duration_ps.min()) < 0:
+    # In Python ints: `offset + duration` in picoseconds must not wrap int64 below, and the
+    # times must stay within the bound every reader keeps (a negative duration is left to the
+    # builder, which reads it as 0 and counts it, as every reader does).
+    last_end_ps = int(offset_ps.max()) + max(int(duration_ps.max()), 0)
+    first_ps = int(offset_ps.min()) + min(int(duration_ps.min()), 0)
+    reach_ns = max(abs(last_end_ps), abs(first_ps)) // 1000 + 1
+    if abs(base_ns) + reach_ns >= 2**62 or not -(2**63) < first_ps <= last_end_ps < 2**63 - 1000:
         raise TraceFormatError(
             path,
-            "event times beyond int64 nanoseconds or a negative duration",
+            "event times beyond int64 nanoseconds",
             where=f"plane {plane_index} ({plane_name!r}) line {line_number} ({line_name!r})",
         )
     ts = base_ns + (offset_ps + 500) // 1000
@@ -398,16 +434,28 @@ def _read_line(
     columns.rows += count
 
 
+def _profile_time(environment: dict[str, Any], stat: str, warnings: list[str]) -> int:
+    """A Task Environment time stat in ns (0: unknown); a value that is no time is ignored."""
+    value = environment.get(stat, 0) or 0
+    found = stat_int(value, 1 << 62)
+    if found is None or found < 0:
+        warnings.append(
+            f"Task Environment stat {stat!r} = {str(value)[:40]!r} is not a time; ignored"
+        )
+        return 0
+    return found
+
+
 def read_xplane(path: Path, data: bytes) -> Trace:
     """Parse serialized XSpace bytes from `path` into a Trace (epoch ns when a base is known)."""
     space = _space_from_bytes(path, data)
     view = XSpaceView.FromString(data)
-    builder = TraceBuilder()
+    builder = TraceBuilder(path)
     environment: dict[str, Any] = {}
     for plane in space.planes:
         if plane.name == TASK_ENVIRONMENT_PLANE:
             environment.update(_task_environment(path, plane))
-    start_time_ns = int(environment.get("profile_start_time", 0) or 0)
+    start_time_ns = _profile_time(environment, "profile_start_time", builder.warnings)
     columns = _Columns()
     plane_stats: dict[str, dict[str, StatValue]] = {}
     for plane_index, (plane, plane_view) in enumerate(zip(space.planes, view.planes, strict=True)):
@@ -417,7 +465,7 @@ def read_xplane(path: Path, data: bytes) -> Trace:
         if plane.stats:
             plane_stats[plane.name] = stats_dict(plane.stats, stat_names)
         if plane.name == HOST_METADATA_PLANE:
-            builder.hlo_programs.extend(_hlo_programs(plane))
+            builder.hlo_programs.extend(_hlo_programs(plane, builder.warnings))
         _read_plane(path, columns, builder, plane_index, plane, plane_view, start_time_ns)
     columns.emit(builder)
     flows = _FlowCollector()
@@ -429,7 +477,10 @@ def read_xplane(path: Path, data: bytes) -> Trace:
             "source": str(path),
             "format": "xplane",
             "profile_start_time_ns": start_time_ns or None,
-            "profile_stop_time_ns": int(environment.get("profile_stop_time", 0) or 0) or None,
+            "profile_stop_time_ns": _profile_time(
+                environment, "profile_stop_time", builder.warnings
+            )
+            or None,
             "profile_options": environment.get("profile_options", {}),
             "task_environment": {
                 key: value for key, value in environment.items() if key != "profile_options"

@@ -30,10 +30,27 @@ def json_for_script(data: Any) -> str:
     Bidi controls also only occur inside strings; each becomes the six visible characters
     `\\u202e` (a JSON-escaped backslash), so the page shows the escape, not reordered text.
     """
-    text = orjson.dumps(data, option=orjson.OPT_NON_STR_KEYS).decode("utf-8")
+    try:
+        text = orjson.dumps(data, option=orjson.OPT_NON_STR_KEYS).decode("utf-8")
+    except orjson.JSONEncodeError:
+        # An integer beyond 64 bits (a forged manifest option): shown as its decimal text.
+        text = orjson.dumps(_wide_ints_as_text(data), option=orjson.OPT_NON_STR_KEYS).decode()
     # Inside JSON text the backslash itself is escaped, to survive JSON.parse.
     text = reveal_bidi(text, backslash="\\\\")
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def _wide_ints_as_text(data: Any) -> Any:
+    """`data` with every integer outside int64 replaced by its decimal string."""
+    if isinstance(data, bool):
+        return data
+    if isinstance(data, int):
+        return data if -(2**63) <= data < 2**63 else str(data)
+    if isinstance(data, dict):
+        return {key: _wide_ints_as_text(value) for key, value in data.items()}
+    if isinstance(data, list | tuple):
+        return [_wide_ints_as_text(value) for value in data]
+    return data
 
 
 def page(*, title: str, data: Any, scripts: tuple[str, ...], styles: tuple[str, ...]) -> str:

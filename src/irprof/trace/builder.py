@@ -3,22 +3,32 @@
 from __future__ import annotations
 
 from array import array
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import msgspec
 import numpy as np
 import numpy.typing as npt
 
-from irprof.trace.columns import time_order
+from irprof.trace.columns import check_time_columns, time_order
 from irprof.trace.model import EventKind, Flows, HloProgram, Trace, Tracks
 
 _encode = msgspec.json.Encoder().encode
 
 
 class TraceBuilder:
-    """Collects events into typed arrays; strings and tracks are interned on the way in."""
+    """Collects events into typed arrays; strings and tracks are interned on the way in.
 
-    def __init__(self) -> None:
+    `source` is the file being read and `locate(row)` where event `row` is in it (default
+    `event <row>`): `build` checks the time columns (`check_time_columns`) and names both.
+    """
+
+    def __init__(
+        self, source: str | Path = "<trace>", locate: Callable[[int], str] | None = None
+    ) -> None:
+        self.source = source
+        self.locate = locate
         self._ts = array("q")
         self._dur = array("q")
         self._track = array("i")
@@ -133,9 +143,13 @@ class TraceBuilder:
         self._flow_id.append(flow_id)
 
     def build(self, *, sort: bool = True) -> Trace:
-        """Freeze into a `Trace`, ordered by (ts, -dur) so parents precede their children."""
+        """Freeze into a `Trace`, ordered by (ts, -dur) so parents precede their children;
+        times int64 cannot hold are refused, negative durations read as 0 and counted."""
         ts = np.frombuffer(self._ts, dtype=np.int64).copy()
-        dur = np.frombuffer(self._dur, dtype=np.int64).copy()
+        warnings = list(self.warnings)
+        dur = check_time_columns(
+            self.source, ts, np.frombuffer(self._dur, dtype=np.int64).copy(), warnings, self.locate
+        )
         offsets = np.frombuffer(self._arg_ends, dtype=np.int64).copy()
         trace = Trace(
             ts_ns=ts,
@@ -156,7 +170,7 @@ class TraceBuilder:
             ),
             metadata=dict(self.metadata),
             hlo_programs=tuple(self.hlo_programs),
-            warnings=tuple(self.warnings),
+            warnings=tuple(warnings),
         )
         if not sort or len(trace) < 2:
             return trace

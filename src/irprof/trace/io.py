@@ -12,14 +12,16 @@ import base64
 import itertools
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import msgspec
 import numpy as np
 
 from irprof.errors import TraceFormatError
 from irprof.fileio import atomic_write, read_bytes_maybe_gzip, write_bytes_atomic
+from irprof.trace.columns import check_time_columns
 from irprof.trace.model import EventKind, Flows, HloProgram, Trace, Tracks
+from irprof.trace.validate import decode_base64, index_column, int_column, same_lengths
 
 if TYPE_CHECKING:  # pyarrow loads in ~0.2 s: only the Parquet functions import it
     import pyarrow as pa
@@ -95,7 +97,7 @@ class _Flows(msgspec.Struct):
 
 
 class _Program(msgspec.Struct):
-    program_id: int
+    program_id: Annotated[int, msgspec.Meta(ge=-(2**63), le=2**63 - 1)]
     name: str
     proto_base64: str
 
@@ -133,42 +135,71 @@ def _kind_remap(path: Path, labels: list[str]) -> np.ndarray[Any, np.dtype[np.in
         raise TraceFormatError(path, f"unknown event kind {exc.args[0]!r}") from exc
 
 
+def _checked_tracks(path: Path, tracks: _Tracks) -> Tracks:
+    same_lengths(path, "header 'tracks'", msgspec.structs.asdict(tracks))
+    pid = int_column(path, "tracks.pid", tracks.pid)
+    tid = int_column(path, "tracks.tid", tracks.tid)
+    return Tracks(
+        tuple(tracks.process), tuple(tracks.thread), tuple(pid.tolist()), tuple(tid.tolist())
+    )
+
+
+def _checked_flows(path: Path, flows: _Flows, events: int) -> Flows:
+    same_lengths(path, "header 'flows'", msgspec.structs.asdict(flows))
+    return Flows(
+        index_column(path, "flows.src", flows.src, events, "the events").astype(np.int32),
+        index_column(path, "flows.dst", flows.dst, events, "the events").astype(np.int32),
+        int_column(path, "flows.flow_id", flows.flow_id),
+    )
+
+
 def _trace_from_header(
     path: Path, header: _Header, columns: dict[str, Any], args_offsets: Any, args_blob: bytes
 ) -> Trace:
+    """The Trace of a saved file, every column checked (see `trace.validate`)."""
     if header.format != EVENTS_FORMAT or header.version != EVENTS_VERSION:
         raise TraceFormatError(
             path,
             f"expected {EVENTS_FORMAT} version {EVENTS_VERSION}, "
             f"found {header.format} version {header.version}",
         )
-    kinds = _kind_remap(path, header.kind_labels)[np.asarray(columns["kind"], dtype=np.int64)]
+    events = same_lengths(path, "event columns", columns)
+    if events and not header.kind_labels:
+        raise TraceFormatError(path, "no kind labels for its events", where="field 'kind_labels'")
+    kind_codes = index_column(
+        path, "columns.kind", columns["kind"], len(header.kind_labels), "kind_labels"
+    )
+    tracks = _checked_tracks(path, header.tracks)
+    warnings = list(header.warnings)
+    ts_ns = int_column(path, "columns.ts_ns", columns["ts_ns"])
+    dur_ns = check_time_columns(
+        path, ts_ns, int_column(path, "columns.dur_ns", columns["dur_ns"]), warnings
+    )
     return Trace(
-        ts_ns=np.asarray(columns["ts_ns"], dtype=np.int64),
-        dur_ns=np.asarray(columns["dur_ns"], dtype=np.int64),
-        track=np.asarray(columns["track"], dtype=np.int32),
-        name=np.asarray(columns["name"], dtype=np.int32),
-        kind=kinds,
+        ts_ns=ts_ns,
+        dur_ns=dur_ns,
+        track=index_column(
+            path, "columns.track", columns["track"], len(tracks), "the tracks"
+        ).astype(np.int32),
+        name=index_column(
+            path, "columns.name", columns["name"], len(header.strings), "strings"
+        ).astype(np.int32),
+        kind=_kind_remap(path, header.kind_labels)[kind_codes],
         strings=tuple(header.strings),
-        tracks=Tracks(
-            tuple(header.tracks.process),
-            tuple(header.tracks.thread),
-            tuple(header.tracks.pid),
-            tuple(header.tracks.tid),
-        ),
+        tracks=tracks,
         args_offsets=np.asarray(args_offsets, dtype=np.int64),
         args_blob=args_blob,
-        flows=Flows(
-            np.asarray(header.flows.src, dtype=np.int32),
-            np.asarray(header.flows.dst, dtype=np.int32),
-            np.asarray(header.flows.flow_id, dtype=np.int64),
-        ),
+        flows=_checked_flows(path, header.flows, events),
         metadata=header.metadata,
         hlo_programs=tuple(
-            HloProgram(program.program_id, program.name, base64.b64decode(program.proto_base64))
-            for program in header.hlo_programs
+            HloProgram(
+                program.program_id,
+                program.name,
+                decode_base64(path, program.proto_base64, f"hlo_programs[{index}].proto_base64"),
+            )
+            for index, program in enumerate(header.hlo_programs)
         ),
-        warnings=tuple(header.warnings),
+        warnings=tuple(warnings),
     )
 
 
@@ -211,8 +242,7 @@ def load_events_json(path: str | Path) -> Trace:
     np.cumsum(lengths, out=offsets[1:])
     blob = b"".join(raw for raw in raws if raw != b"null")
     columns = msgspec.structs.asdict(document.columns)
-    if len({len(values) for values in columns.values()} | {len(raws)}) != 1:
-        raise TraceFormatError(source, "event columns and args have different lengths")
+    same_lengths(source, "event columns and args", {**columns, "args": raws})
     return _trace_from_header(source, document, columns, offsets, blob)
 
 
@@ -278,15 +308,49 @@ def save_parquet(trace: Trace, path: str | Path) -> None:
         pq.write_table(table, handle, compression="zstd")
 
 
-def _dictionary_codes(column: pa.ChunkedArray, table_values: list[str]) -> Any:
+def _dictionary_codes(
+    path: Path, field: str, column: pa.ChunkedArray, table_values: list[str]
+) -> Any:
     """Codes into `table_values` of a dictionary column, whatever dictionary Parquet chose."""
     lookup = {value: index for index, value in enumerate(table_values)}
     codes = []
     for chunk in column.chunks:
-        remap = np.array([lookup[value] for value in chunk.dictionary.to_pylist()], dtype=np.int64)
+        values = chunk.dictionary.to_pylist()
+        missing = next((value for value in values if value not in lookup), None)
+        if missing is not None or None in values:
+            raise TraceFormatError(
+                path,
+                f"value {str(missing)[:60]!r} is not in the header's {field} table",
+                where=f"column '{field}'",
+            )
+        remap = np.array([lookup[value] for value in values], dtype=np.int64)
         indices = chunk.indices.to_numpy(zero_copy_only=False)
         codes.append(remap[indices] if len(remap) else indices.astype(np.int64))
     return np.concatenate(codes) if codes else np.zeros(0, np.int64)
+
+
+def _check_schema(path: Path, schema: pa.Schema, columns: list[str]) -> None:
+    """Refuse a Parquet file whose event columns are missing or of another type."""
+    import pyarrow as pa
+
+    expected = {
+        "ts_ns": pa.types.is_integer,
+        "dur_ns": pa.types.is_integer,
+        "track": pa.types.is_integer,
+        "name": lambda kind: pa.types.is_dictionary(kind) and pa.types.is_string(kind.value_type),
+        "kind": lambda kind: pa.types.is_dictionary(kind) and pa.types.is_string(kind.value_type),
+        "args": lambda kind: pa.types.is_large_string(kind) or pa.types.is_string(kind),
+    }
+    for name in columns:
+        if name not in schema.names:
+            raise TraceFormatError(
+                path, f"Parquet trace has no '{name}' column (columns: {', '.join(schema.names)})"
+            )
+        kind = schema.field(name).type
+        if not expected[name](kind):
+            raise TraceFormatError(
+                path, f"column '{name}' has type {kind}, not the one irprof writes"
+            )
 
 
 def _parquet_file(source: Path) -> Any:
@@ -331,28 +395,31 @@ def load_parquet(path: str | Path, *, args: bool = True) -> Trace:
     parquet = _parquet_file(source)
     header = _read_header(source, parquet)
     columns = ["ts_ns", "dur_ns", "track", "name", "kind"] + (["args"] if args else [])
+    _check_schema(source, parquet.schema_arrow, columns)
     try:
         table = parquet.read(columns=columns)
     except (pa.ArrowInvalid, OSError, KeyError) as exc:
         raise TraceFormatError(source, f"not a readable Parquet trace: {exc}") from exc
     if not args:
         empty = np.zeros(table.num_rows + 1, dtype=np.int64)
-        return _trace_from_header(source, header, _event_columns(table, header), empty, b"")
+        return _trace_from_header(source, header, _event_columns(source, table, header), empty, b"")
     return _trace_from_args(source, header, table)
 
 
-def _event_columns(table: pa.Table, header: _Header) -> dict[str, Any]:
+def _event_columns(source: Path, table: pa.Table, header: _Header) -> dict[str, Any]:
     return {
         "ts_ns": table.column("ts_ns").to_numpy(),
         "dur_ns": table.column("dur_ns").to_numpy(),
         "track": table.column("track").to_numpy(),
-        "name": _dictionary_codes(table.column("name"), header.strings),
-        "kind": _dictionary_codes(table.column("kind"), header.kind_labels),
+        "name": _dictionary_codes(source, "name", table.column("name"), header.strings),
+        "kind": _dictionary_codes(source, "kind", table.column("kind"), header.kind_labels),
     }
 
 
 def _trace_from_args(source: Path, header: _Header, table: pa.Table) -> Trace:
-    args = table.column("args").combine_chunks()
+    import pyarrow as pa
+
+    args = table.column("args").cast(pa.large_string()).combine_chunks()
     value_offsets = np.frombuffer(args.buffers()[1], dtype=np.int64)[
         args.offset : args.offset + len(args) + 1
     ]
@@ -361,7 +428,7 @@ def _trace_from_args(source: Path, header: _Header, table: pa.Table) -> Trace:
     offsets = value_offsets - (value_offsets[0] if len(value_offsets) else 0)
     if len(offsets) == 0:
         offsets = np.zeros(1, dtype=np.int64)
-    return _trace_from_header(source, header, _event_columns(table, header), offsets, blob)
+    return _trace_from_header(source, header, _event_columns(source, table, header), offsets, blob)
 
 
 def traces_equal(left: Trace, right: Trace) -> bool:

@@ -17,15 +17,13 @@ import numpy as np
 import numpy.typing as npt
 
 from irprof.errors import TraceFormatError
+from irprof.trace.columns import MAX_ABS_NS
 
 F64 = npt.NDArray[np.float64]
-I64 = npt.NDArray[np.int64]
 
 REPLACEMENT = "\ufffd"
 _REPLACEMENT_BYTES = REPLACEMENT.encode("utf-8")
 _REPAIR_CHUNK = 1 << 22
-# Largest |ns| accepted: int64 with headroom, so sums of a few values and `ts + dur` never wrap.
-MAX_ABS_NS = 2**62
 MAX_ABS_US = MAX_ABS_NS / 1000
 
 
@@ -119,13 +117,3 @@ def check_times(path: Path, ts_us: F64, dur_us: F64, base_ns: int, first_row: in
             "makes the event end beyond int64 nanoseconds",
             first_row,
         )
-
-
-def clamp_negative(dur_ns: I64, warnings: list[str]) -> I64:
-    """`dur_ns` with negative durations set to 0, counted in `warnings`."""
-    negative = dur_ns < 0
-    count = int(np.count_nonzero(negative))
-    if not count:
-        return dur_ns
-    warnings.append(f"{count} event(s) with a negative 'dur' read as 0 ns")
-    return np.where(negative, 0, dur_ns)

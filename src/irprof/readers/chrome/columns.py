@@ -129,9 +129,17 @@ def compact_table(ids: I64, table: list[Any]) -> tuple[I64, list[Any]]:
     return remap[ids], [table[position] for position in kept]
 
 
+INT64_LIMIT = 1 << 63
+
+
 def numeric_id(value: int | str) -> int:
-    """Ints stay; strings (Kineto's "Spans", "stream 7") get a stable crc32-based id."""
-    return value if isinstance(value, int) else zlib.crc32(value.encode("utf-8"))
+    """Ints stay; strings (Kineto's "Spans", "stream 7") get a stable crc32-based id, and so do
+    ints that int64 cannot hold (by their decimal text: an id only has to tell tracks apart)."""
+    if isinstance(value, int):
+        if -INT64_LIMIT <= value < INT64_LIMIT:
+            return value
+        value = str(value)
+    return zlib.crc32(value.encode("utf-8"))
 
 
 def _is_tf_op(name: str, args: bytes) -> bool:

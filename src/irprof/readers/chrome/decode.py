@@ -227,8 +227,41 @@ def locate_events(path: Path, data: bytes, *, exact: bool = False) -> EventText:
             path, f"JSON object is not a Chrome trace: no 'traceEvents' (keys: {keys or 'none'})"
         )
     events = top.pop("traceEvents")
+    _refuse_duplicate_key(path, data, events)
     fields = {key: decode_any.decode(value) for key, value in top.items()}
     return EventText(path, events, fields)
+
+
+def duplicate_events_error(path: Path) -> TraceFormatError:
+    """The one error for an object with two top-level `traceEvents` keys, streamed or not."""
+    return TraceFormatError(
+        path,
+        "duplicate top-level key 'traceEvents': a trace has one event array; "
+        "keep one of them (JSON parsers disagree on which one counts)",
+        where="traceEvents",
+    )
+
+
+def _refuse_duplicate_key(path: Path, data: bytes, kept: msgspec.Raw) -> None:
+    """Refuse a second top-level `traceEvents`: the decode kept the last one (at `kept`, a
+    view into `data`); the first top-level key's array must be that same one."""
+    if data.count(b'"traceEvents"') < 2:
+        return
+    kept_at = (
+        np.frombuffer(kept, dtype=np.uint8).ctypes.data
+        - np.frombuffer(data, dtype=np.uint8).ctypes.data
+    )
+    marker = b'"irprof-events-' + uuid.uuid4().hex.encode() + b'"'
+    for found in TRACE_EVENTS_KEY.finditer(data):
+        start = found.end() - 1
+        try:
+            top = decode_top.decode(data[:start] + marker + b"}")
+        except msgspec.DecodeError:
+            continue  # the key is nested in an earlier value, not the object's own
+        if isinstance(top, dict) and bytes(top.get("traceEvents", b"")) == marker:
+            if start != kept_at:
+                raise duplicate_events_error(path)
+            return
 
 
 def _locate_by_key(path: Path, data: bytes) -> EventText | None:

@@ -39,7 +39,7 @@ import numpy as np
 import numpy.typing as npt
 
 from irprof.errors import TraceFormatError
-from irprof.readers.chrome.checks import base_time_ns, check_times, clamp_negative, repair_utf8
+from irprof.readers.chrome.checks import base_time_ns, check_times, repair_utf8
 from irprof.readers.chrome.columns import (
     ArgsText,
     InternedNames,
@@ -67,7 +67,7 @@ from irprof.readers.chrome.decode import (
 )
 from irprof.readers.chrome.flows import FLOW_END, FLOW_START, FlowPoints, bind_flows
 from irprof.readers.chrome.pairing import merge_args, pair_begin_end
-from irprof.trace.columns import dense_unique, time_order
+from irprof.trace.columns import check_time_columns, dense_unique, time_order
 from irprof.trace.model import EventKind, Flows, Trace
 
 F64 = npt.NDArray[np.float64]
@@ -289,11 +289,13 @@ def _shape_columns(text: EventText, base_ns: int, warnings: list[str]) -> _Shape
     meta = last_metadata_rows(np.nonzero(phase == PHASE_META)[0], track, names.ids)
     ts_us, dur_us = columns.ts_us.array(), columns.dur_us.array()
     check_times(text.path, ts_us, dur_us, base_ns)
-    dur_ns = clamp_negative(us_to_ns(dur_us), warnings)
     if len(ts_us) and float(np.abs(ts_us).max()) >= FLOAT_EXACT_LIMIT_US:
         ts_ns = text.exact_ts_ns() + base_ns
     else:
         ts_ns = us_to_ns(ts_us) + base_ns
+    dur_ns = check_time_columns(
+        text.path, ts_ns, us_to_ns(dur_us), warnings, lambda row: f"traceEvents[{row}]"
+    )
     return _Shape(
         phase=phase,
         track=track,

@@ -67,7 +67,7 @@ from irprof.readers.chrome.stream_end import StreamEnd
 from irprof.readers.chrome.stream_flows import FlowStore, flow_points
 from irprof.readers.chrome.stream_merge import write_run
 from irprof.readers.chrome.stream_text import EventStream
-from irprof.trace.columns import time_order
+from irprof.trace.columns import negative_durations_warning, time_order
 from irprof.trace.io import args_array
 from irprof.trace.model import EventKind
 
@@ -291,9 +291,14 @@ def stream_chrome_to_parquet(
     segment_bytes: int = SEGMENT_BYTES,
     chunk_bytes: int | None = None,
     block_bytes: int | None = None,
+    max_segment_bytes: int | None = None,
 ) -> StreamedTrace:
     """Convert a Chrome/Kineto trace (gzip or not) to irprof Parquet in bounded memory."""
-    sizes = {"chunk_bytes": chunk_bytes, "block_bytes": block_bytes}
+    sizes = {
+        "chunk_bytes": chunk_bytes,
+        "block_bytes": block_bytes,
+        "max_segment_bytes": max_segment_bytes,
+    }
     stream = EventStream(path, **{key: value for key, value in sizes.items() if value})
     output.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".irprof-runs-", dir=output.parent) as folder:
@@ -330,7 +335,7 @@ def _finish_first_pass(path: Path, first: _FirstPass, stream: EventStream) -> St
 
     warnings = list(stream.notes)
     if kept.negative_durations:
-        warnings.append(f"{kept.negative_durations} event(s) with a negative 'dur' read as 0 ns")
+        warnings.append(negative_durations_warning(kept.negative_durations))
     first.paired_run(track_key, warnings)
     meta_rows = sorted(kept.meta.items(), key=lambda item: item[1][0])
     meta_pid = np.array([key[1] for key, _ in meta_rows], dtype=np.int64)

@@ -42,6 +42,7 @@ from irprof.readers.chrome.decode import (
     decode_any,
     decode_fields,
     decode_top,
+    duplicate_events_error,
     first_text_byte,
     locate_events,
     validation_error,
@@ -49,6 +50,9 @@ from irprof.readers.chrome.decode import (
 
 BLOCK_BYTES = 8 << 20  # read (and decompress) the file this much at a time
 MAX_HEAD_BYTES = 64 << 20  # the `traceEvents` key must start within this much of the file
+# Most text held between two event boundaries (`},`): one event, or a run of whitespace, this
+# large is refused, so that memory stays one segment's worth whatever the input.
+MAX_SEGMENT_BYTES = 256 << 20
 _REPLACEMENT_BYTES = REPLACEMENT.encode("utf-8")
 _BOM = b"\xef\xbb\xbf"
 
@@ -101,11 +105,17 @@ class EventStream:
     """Iterate over `EventChunk`s of a Chrome trace file; `fields` and `notes` after the end."""
 
     def __init__(
-        self, path: Path, *, chunk_bytes: int = CHUNK_BYTES, block_bytes: int = BLOCK_BYTES
+        self,
+        path: Path,
+        *,
+        chunk_bytes: int = CHUNK_BYTES,
+        block_bytes: int = BLOCK_BYTES,
+        max_segment_bytes: int = MAX_SEGMENT_BYTES,
     ) -> None:
         self.path = path
         self.chunk_bytes = chunk_bytes
         self.block_bytes = block_bytes
+        self.max_segment_bytes = max_segment_bytes
         self.fields: dict[str, Any] = {}
         self.notes: list[str] = []
         self._marker = b'"irprof-events-' + uuid.uuid4().hex.encode() + b'"'
@@ -135,6 +145,14 @@ class EventStream:
                 self.notes.append(f"{blocks.replaced} invalid UTF-8 sequence(s) replaced by U+FFFD")
 
     def _fill(self, blocks: _Blocks) -> None:
+        if len(self._buffer) - self._pos > self.max_segment_bytes:
+            raise TraceFormatError(
+                self.path,
+                f"no event boundary ('}},') within {self.max_segment_bytes:,} bytes: an event "
+                "or a run of whitespace this large cannot be streamed in bounded memory "
+                "(irprof.readers.chrome.stream_text.MAX_SEGMENT_BYTES)",
+                where=f"traceEvents[{self._index}] or after",
+            )
         block = blocks.read()
         if not block:
             self._eof = True
@@ -227,8 +245,12 @@ class EventStream:
             top = decode_top.decode(prefix + self._marker + suffix)
         except msgspec.DecodeError:
             return None
-        if not isinstance(top, dict) or bytes(top.pop("traceEvents", b"")) != self._marker:
+        if not isinstance(top, dict) or "traceEvents" not in top:
             return None
+        if bytes(top.pop("traceEvents")) != self._marker:
+            # A valid object whose last top-level `traceEvents` is not the array streamed:
+            # `suffix` holds a second one.
+            raise duplicate_events_error(self.path)
         return {key: decode_any.decode(value) for key, value in top.items()}
 
     def _finish(self, rest: bytes) -> Iterator[EventChunk]:
