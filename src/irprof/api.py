@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from irprof.analyses.roofline import Roofline
     from irprof.analyses.run_diff import DiffOptions, RunDiff
     from irprof.analyses.sql_views import SqlResult, SqlSession
+    from irprof.analyses.step_stats import Stat
     from irprof.analyses.top_view import TopView
     from irprof.analyses.trace_summary import TraceSummary
     from irprof.annotation import AnnotateOutcome
@@ -107,9 +108,11 @@ class Run(RunBundle):
         expand_groups: bool = False,
         roofline: bool = False,
         peaks: MachinePeaks | None = None,
+        stat: Stat = "median",
     ) -> TopView:
-        """What `irprof top` shows: the hotspot table, the ops behind it, the model script and,
-        with `roofline`, the rows on the roofline of `peaks`."""
+        """What `irprof top` shows: the hotspot table (ranked by `stat` of the per-step times:
+        median | sum | min | mean), the ops behind it, the model script and, with `roofline`,
+        the rows on the roofline of `peaks`."""
         from irprof.analyses.top_view import load_top_view
 
         self.framework_name()  # a bundle of an unknown stack is not a run irprof wrote
@@ -121,6 +124,7 @@ class Run(RunBundle):
             expand_groups=expand_groups,
             with_roofline=roofline,
             peaks=peaks,
+            stat=stat,
         )
 
     def top(
@@ -130,10 +134,13 @@ class Run(RunBundle):
         by: GroupBy = "op",
         limit: int | None = 20,
         expand_groups: bool = False,
+        stat: Stat = "median",
     ) -> HotspotTable:
-        """The hottest ops (or op kinds, or scopes) of an annotated level, hottest first;
-        `expand_groups`: each op of a fused or decomposed event on its own (estimated)."""
-        return self.top_view(level, by=by, limit=limit, expand_groups=expand_groups).table
+        """The hottest ops (or op kinds, or scopes) of an annotated level, hottest first by
+        `stat` (median step x steps by default; "sum", "min", "mean"); `expand_groups`: each
+        op of a fused or decomposed event on its own (estimated)."""
+        view = self.top_view(level, by=by, limit=limit, expand_groups=expand_groups, stat=stat)
+        return view.table
 
     def roofline(
         self,
@@ -155,10 +162,12 @@ class Run(RunBundle):
         max_nodes: int = 300,
         against: RunBundle | str | Path | None = None,
         peaks: MachinePeaks | None = None,
+        stat: Stat = "median",
     ) -> Path:
         """Write the static HTML report (default `RUN/report.html`); returns its path.
         `against`: another run of the model, shown as a diff from it to this one; `peaks`: the
-        roofline's roofs (without them the roofline tab shows achieved rates only)."""
+        roofline's roofs (without them the roofline tab shows achieved rates only); `stat`:
+        what the hotspot tables rank by (as `top`)."""
         import os
 
         from irprof.analyses.op_graph import OpGraphOptions
@@ -174,7 +183,11 @@ class Run(RunBundle):
             other = _as_run(against)
             other.framework_name()
         data = build_report_data(
-            self, graph_options=OpGraphOptions(max_nodes=max_nodes), peaks=peaks, against=other
+            self,
+            graph_options=OpGraphOptions(max_nodes=max_nodes),
+            peaks=peaks,
+            against=other,
+            stat=stat,
         )
         target = Path(out) if out is not None else self.report_path
         write_bytes_atomic(target, RENDERER.render(data))
@@ -359,9 +372,10 @@ def report(
     max_nodes: int = 300,
     against: RunBundle | str | Path | None = None,
     peaks: MachinePeaks | None = None,
+    stat: Stat = "median",
 ) -> Path:
     """`Run.report` of a run or a path: write the HTML report; returns its path."""
-    return _as_run(run).report(out, max_nodes=max_nodes, against=against, peaks=peaks)
+    return _as_run(run).report(out, max_nodes=max_nodes, against=against, peaks=peaks, stat=stat)
 
 
 def trace_dag(

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 from irprof.analyses.annotated_level import load_annotated_level
@@ -217,8 +218,9 @@ def test_tables_sort_hottest_first_and_toggle_on_click(
     annotate_bundle(bundle, "tf-standard")
     data = build_report_data(bundle)
     by_op = {level.annotated.level: level.by_op.rows for level in data.levels}
-    hottest = {level: max(rows, key=lambda r: r.total_ns).key for level, rows in by_op.items()}
-    coolest = {level: min(rows, key=lambda r: r.total_ns).key for level, rows in by_op.items()}
+    # Ranked by the default statistic (median step x steps), the time column's value.
+    hottest = {level: max(rows, key=lambda r: r.stat_ns).key for level, rows in by_op.items()}
+    coolest = {level: min(rows, key=lambda r: r.stat_ns).key for level, rows in by_op.items()}
     page, problems = open_report(browser, bundle)
     page.click("nav button[data-tab=hotspots]")
     # THEN the first row is the op with the most time, and the time header says "descending"
@@ -258,3 +260,12 @@ def test_tables_sort_hottest_first_and_toggle_on_click(
     assert matched >= 1
     assert page.locator("#dag-search ~ span.muted").first.inner_text() == f"{matched} matches"
     assert problems == []
+
+
+def test_page_data_with_an_integer_beyond_64_bits_is_shown_as_text() -> None:
+    from irprof.renderers.html_page import json_for_script
+
+    text = json_for_script({"options": {"n": -(2**63) - 1, "ok": 5, "list": [2**64, True]}})
+    assert orjson.loads(text) == {
+        "options": {"n": str(-(2**63) - 1), "ok": 5, "list": [str(2**64), True]}
+    }

@@ -1,12 +1,26 @@
-"""Where the time goes: ops ranked by attributed time, and rollups by op kind or name scope."""
+"""Where the time goes: ops ranked by attributed time, and rollups by op kind or name scope.
+
+Rows are ranked by a per-step statistic of their time (default: the median step times the
+steps, which one stalled step cannot move; `analyses/step_stats.py`, docs/views.md).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from irprof.analyses.profiled_ops import ProfiledOp
+from irprof.analyses.step_stats import (
+    STAT_LABELS,
+    STATS,
+    NoiseVerdict,
+    Outlier,
+    Stat,
+    stat_estimate,
+    step_outliers,
+    step_spread,
+)
 from irprof.analyses.table import Tabular, dataclass_rows, row_columns
 from irprof.errors import UsageError
 
@@ -33,6 +47,15 @@ class HotspotRow:
     # a decomposed call) rather than a measurement; 0 when the row holds whole events.
     estimated_ns: int = 0
     group: str = ""  # the event group a collapsed row stands for ("" otherwise)
+    # The time the row is ranked by (the table's `stat`; `total_ns` for `sum`), and the
+    # fastest, median and slowest of its per-step times over `steps` steps (0: no samples).
+    stat_ns: int = 0
+    step_ns: tuple[int, ...] = ()  # the row's time in each captured step, in time order
+    steps: int = 0
+    step_min_ns: int = 0
+    step_median_ns: int = 0
+    step_max_ns: int = 0
+    unstable: bool = False  # slowest step > 3x the median step (docs/views.md)
 
 
 @dataclass(frozen=True)
@@ -44,6 +67,15 @@ class HotspotTable(Tabular):
     total_ns: int  # over all rows, not only the ones kept by `limit`
     profiled_ns: int
     level: str = ""  # the IR level the rows are ops of ("" when built from loose ops)
+    stat: str = "sum"  # the statistic rows are ranked, shared and coloured by
+    stat_note: str = ""  # why `stat` is not the one asked for ("" when it is)
+    outliers: tuple[Outlier, ...] = ()  # op-steps far above their op's median step
+    noise: NoiseVerdict | None = None  # how noisy the run's steps were (set by the views)
+
+    @property
+    def stat_label(self) -> str:
+        """The statistic in words, for headers and captions."""
+        return STAT_LABELS.get(self.stat, self.stat)
 
     def table_columns(self) -> tuple[str, ...]:
         """The fields of `HotspotRow`."""
@@ -56,7 +88,11 @@ class HotspotTable(Tabular):
     def table_caption(self) -> str:
         """What the rows are and the time they cover."""
         where = f"level {self.level}, " if self.level else ""
-        return f"{where}by {self.by}: {self.total_ns:,} ns of {self.profiled_ns:,} ns profiled"
+        note = f" ({self.stat_note})" if self.stat_note else ""
+        return (
+            f"{where}by {self.by}, ranked by {self.stat_label}{note}: "
+            f"{self.total_ns:,} ns of {self.profiled_ns:,} ns profiled"
+        )
 
 
 def _where(op: ProfiledOp) -> str:
@@ -79,7 +115,15 @@ def _estimated_ns(ops: list[ProfiledOp]) -> int:
     )
 
 
-def _merge(key: str, ops: list[ProfiledOp], *, single: bool, group: str = "") -> HotspotRow:
+def _merge(
+    key: str,
+    ops: list[ProfiledOp],
+    *,
+    single: bool,
+    samples: Mapping[int, Sequence[int]],
+    stat: Stat,
+    group: str = "",
+) -> HotspotRow:
     hottest = max(ops, key=lambda op: op.total_ns)
     total = sum(op.total_ns for op in ops)
     count = sum(op.profile.count for op in ops if op.profile)
@@ -103,7 +147,38 @@ def _merge(key: str, ops: list[ProfiledOp], *, single: bool, group: str = "") ->
         op_index=hottest.index,
         estimated_ns=_estimated_ns(ops),
         group=group,
+        **_step_fields(ops, samples, stat, total),
     )
+
+
+def _step_fields(
+    ops: Sequence[ProfiledOp], samples: Mapping[int, Sequence[int]], stat: Stat, total: int
+) -> dict[str, Any]:
+    """A row's per-step times (the elementwise sum of its ops' samples), their spread and the
+    row's `stat_ns`; an op without samples adds its attributed total to `stat_ns`."""
+    per_step: list[int] = []
+    unsampled = 0
+    for op in ops:
+        values = samples.get(op.index)
+        if values is None:
+            unsampled += op.total_ns
+            continue
+        per_step = [a + b for a, b in zip(per_step or [0] * len(values), values, strict=True)]
+    if not per_step or stat == "sum":
+        fields: dict[str, Any] = {"stat_ns": total}
+    else:
+        fields = {"stat_ns": stat_estimate(per_step, stat, total) + unsampled}
+    if per_step:
+        spread = step_spread(per_step)
+        fields.update(
+            step_ns=tuple(per_step),
+            steps=spread.steps,
+            step_min_ns=spread.min_ns,
+            step_median_ns=spread.median_ns,
+            step_max_ns=spread.max_ns,
+            unstable=spread.unstable,
+        )
+    return fields
 
 
 def _op_key(op: ProfiledOp) -> str:
@@ -127,40 +202,71 @@ def hotspots(
     profiled_ns: int | None = None,
     expand_groups: bool = False,
     level: str = "",
+    samples: Mapping[int, Sequence[int]] | None = None,
+    stat: Stat = "median",
 ) -> HotspotTable:
-    """Annotated ops (or their rollup by kind or scope) ranked by attributed time.
+    """Annotated ops (or their rollup by kind or scope) ranked by `stat` of their time.
 
     Inclusive call ops are left out: the ops of their callee carry the same time, and counting
     both would attribute more time than was profiled. By op, the ops that shared one event
     group (a fused kernel, a decomposed call) are one row holding the group's measured time,
     unless `expand_groups` lists each member with its estimated share.
+
+    `samples`: per-step times by op index (`step_stats.load_step_samples`), which give each
+    row its spread and `stat` (median, min or mean step times the steps); without them rows
+    are ranked by their sum, and the table says so. `total_ns` is always the sum.
     """
     if by not in _KEYS:
         raise UsageError(f"cannot group hotspots by {by!r}; choose one of {', '.join(GROUP_BYS)}")
+    if stat not in STATS:
+        raise UsageError(f"cannot rank hotspots by {stat!r}; choose one of {', '.join(STATS)}")
     key_of = _KEYS[by]
     groups: dict[str, list[ProfiledOp]] = {}
     for op in ops:
         if op.profile is not None and not op.inclusive:
             groups.setdefault(key_of(op), []).append(op)
+    samples = samples or {}
+    used: Stat = stat if samples else "sum"
+    note = "" if used == stat else "no per-step samples (no step markers): the sum instead"
     if by == "op" and not expand_groups:
-        rows = _collapsed_rows(groups)
+        rows = _collapsed_rows(groups, samples, used)
     else:
-        rows = [_merge(key, members, single=by == "op") for key, members in groups.items()]
+        rows = [
+            _merge(key, members, single=by == "op", samples=samples, stat=used)
+            for key, members in groups.items()
+        ]
     if by == "op":
         rows = [_strip_index(row) for row in rows]
-    rows.sort(key=lambda row: (-row.total_ns, row.key))
     total = sum(row.total_ns for row in rows)
+    profiled = profiled_ns if profiled_ns is not None else total
+    if used != "sum":
+        # A share is of the profiled time as the statistic sees it: the rows' `stat_ns` plus
+        # the time no op holds (as measured), so shares still add up to the attributed part.
+        whole = sum(row.stat_ns for row in rows) + max(profiled - total, 0)
+        rows = [replace(row, share=row.stat_ns / whole if whole else 0.0) for row in rows]
+    rows.sort(key=lambda row: (-row.stat_ns, row.key))
+    outliers = [
+        outlier
+        for row in rows
+        for outlier in step_outliers(row.step_ns, key=row.key, op_index=row.op_index)
+    ]
+    outliers.sort(key=lambda item: (-item.excess_ns, item.key, item.step))
     kept = rows if limit is None else rows[: max(limit, 0)]
     return HotspotTable(
         by=by,
         rows=tuple(kept),
         total_ns=total,
-        profiled_ns=profiled_ns if profiled_ns is not None else total,
+        profiled_ns=profiled,
         level=level,
+        stat=used,
+        stat_note=note,
+        outliers=tuple(outliers),
     )
 
 
-def _collapsed_rows(groups: dict[str, list[ProfiledOp]]) -> list[HotspotRow]:
+def _collapsed_rows(
+    groups: dict[str, list[ProfiledOp]], samples: Mapping[int, Sequence[int]], stat: Stat
+) -> list[HotspotRow]:
     """Op rows, with the members of one event group merged into one row."""
     rows: list[HotspotRow] = []
     by_group: dict[str, list[ProfiledOp]] = {}
@@ -169,19 +275,32 @@ def _collapsed_rows(groups: dict[str, list[ProfiledOp]]) -> list[HotspotRow]:
         if profile is not None and profile.estimated:
             by_group.setdefault(profile.group, []).append(members[0])
         else:
-            rows.append(_merge(key, members, single=True))
+            rows.append(_merge(key, members, single=True, samples=samples, stat=stat))
     for group, members in by_group.items():
         hottest = max(members, key=lambda op: op.total_ns)
         if len(members) == 1:
             # The other members are not rows here (trivial, inclusive or at another level):
             # the op keeps its own name, and its time stays marked as an estimated share.
-            rows.append(_merge(_op_key(hottest), members, single=True, group=group))
+            rows.append(
+                _merge(
+                    _op_key(hottest), members, single=True, samples=samples, stat=stat, group=group
+                )
+            )
             continue
         label = f"{_op_key(hottest).rpartition('#')[0]} +{len(members) - 1} ops"
-        rows.append(_merge(f"{label}#{hottest.index}", members, single=False, group=group))
+        rows.append(
+            _merge(
+                f"{label}#{hottest.index}",
+                members,
+                single=False,
+                samples=samples,
+                stat=stat,
+                group=group,
+            )
+        )
     return rows
 
 
 def _strip_index(row: HotspotRow) -> HotspotRow:
     name, _, _ = row.key.rpartition("#")
-    return HotspotRow(**{**row.__dict__, "key": name})
+    return replace(row, key=name)

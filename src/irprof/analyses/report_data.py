@@ -14,12 +14,20 @@ from irprof.analyses.annotated_level import (
     AnnotatedLevel,
     load_annotated_level,
 )
-from irprof.analyses.hotspots import HotspotTable, hotspots
+from irprof.analyses.hotspots import GroupBy, HotspotTable, hotspots
 from irprof.analyses.machine_peaks import MachinePeaks
 from irprof.analyses.op_graph import OpGraph, OpGraphOptions, build_op_graph
 from irprof.analyses.roofline import Roofline, roofline
 from irprof.analyses.run_diff import RunDiff, diff_runs, load_diff_side
 from irprof.analyses.scope_tree import ScopeTree, scope_tree
+from irprof.analyses.step_stats import (
+    NoiseVerdict,
+    Stat,
+    StepSamples,
+    bundle_step_samples,
+    noise_verdict,
+    step_totals,
+)
 from irprof.bundle import Manifest, RunBundle
 from irprof.coverage import Coverage
 from irprof.errors import BundleError, IrprofError, UsageError
@@ -80,6 +88,7 @@ class LevelReport:
     roofline: Roofline | None = None  # the rows of `by_op` on this machine's roofline
     scopes: ScopeTree | None = None
     diff: RunDiff | None = None  # against the other run, when the report has one
+    noise: NoiseVerdict | None = None  # how noisy the steps were (the tables' `noise` too)
 
 
 @dataclass(frozen=True)
@@ -143,6 +152,7 @@ def _level_report(
     coverage: Coverage | None,
     graph_options: OpGraphOptions,
     peaks: MachinePeaks | None,
+    ranking: _Ranking,
 ) -> LevelReport:
     ops = level.profiled.ops
     profiled_ns = level.profiled.profiled_ns
@@ -152,20 +162,43 @@ def _level_report(
     wanted += [op.op_index for op in unannotated]
     if graph is not None:
         wanted += [n.op_index for n in graph.nodes if n.op_index is not None]
-    by_op = hotspots(ops, by="op", profiled_ns=profiled_ns)
+    noise = noise_verdict(step_totals(ranking.samples), ranking.noise)
+
+    def table(by: GroupBy, expand_groups: bool = False) -> HotspotTable:
+        ranked = hotspots(
+            ops,
+            by=by,
+            profiled_ns=profiled_ns,
+            expand_groups=expand_groups,
+            samples=ranking.samples.values,
+            stat=ranking.stat,
+        )
+        return dataclasses.replace(ranked, noise=noise)
+
+    by_op = table("op")
     return LevelReport(
         annotated=level,
         by_op=by_op,
-        by_op_expanded=hotspots(ops, by="op", profiled_ns=profiled_ns, expand_groups=True),
-        by_type=hotspots(ops, by="type", profiled_ns=profiled_ns),
-        by_scope=hotspots(ops, by="scope", profiled_ns=profiled_ns),
+        by_op_expanded=table("op", expand_groups=True),
+        by_type=table("type"),
+        by_scope=table("scope"),
         graph=graph,
         coverage=coverage,
         unannotated=unannotated,
         ir_texts=_ir_texts(level.module, set(dict.fromkeys(wanted[:IR_TEXT_OPS]))),
         roofline=roofline(by_op, level.profiled, level.module, level=level.level, peaks=peaks),
         scopes=scope_tree(level.profiled, level=level.level),
+        noise=noise,
     )
+
+
+@dataclass(frozen=True)
+class _Ranking:
+    """What one level's hotspot tables are ranked by: a statistic of these samples."""
+
+    stat: Stat
+    samples: StepSamples
+    noise: Any  # the manifest's `options.noise` record (None before it was recorded)
 
 
 def _load_dag(path: Path) -> dict[str, Any] | None:
@@ -216,9 +249,11 @@ def build_report_data(
     graph_options: OpGraphOptions | None = None,
     peaks: MachinePeaks | None = None,
     against: RunBundle | None = None,
+    stat: Stat = "median",
 ) -> ReportData:
     """Load every annotated level of `bundle` and compute what the report shows: with `peaks`
-    the roofline's roofs and bounds, with `against` a diff from that run to this one."""
+    the roofline's roofs and bounds, with `against` a diff from that run to this one; hotspot
+    tables ranked by `stat` of the ops' per-step times (`step_stats`)."""
     graph_options = graph_options or OpGraphOptions()
     manifest = bundle.manifest()
     levels = bundle.annotated_levels()
@@ -231,7 +266,17 @@ def build_report_data(
     diffs = _diffs(against, bundle, loaded) if against is not None else {}
     reports = tuple(
         dataclasses.replace(
-            _level_report(loaded[level], coverages.get(level), graph_options, peaks),
+            _level_report(
+                loaded[level],
+                coverages.get(level),
+                graph_options,
+                peaks,
+                _Ranking(
+                    stat,
+                    bundle_step_samples(bundle, loaded[level].profiled.ops),
+                    manifest.options.get("noise"),
+                ),
+            ),
             diff=diffs.get(level),
         )
         for level in levels

@@ -4,13 +4,19 @@ model script its locations point into and, when asked, the roofline of its rows 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from irprof.analyses.annotated_level import load_annotated_level, model_script
 from irprof.analyses.hotspots import GroupBy, HotspotTable, hotspots
 from irprof.analyses.machine_peaks import MachinePeaks
 from irprof.analyses.profiled_ops import ProfiledModule
 from irprof.analyses.roofline import Roofline, roofline
+from irprof.analyses.step_stats import (
+    Stat,
+    bundle_step_samples,
+    noise_verdict,
+    step_totals,
+)
 from irprof.bundle import RunBundle
 
 
@@ -38,10 +44,13 @@ def load_top_view(
     expand_groups: bool = False,
     with_roofline: bool = False,
     peaks: MachinePeaks | None = None,
+    stat: Stat = "median",
 ) -> TopView:
-    """The hottest rows of an annotated level (default: the first), and their roofline when
+    """The hottest rows of an annotated level (default: the first) ranked by `stat` of their
+    per-step times, with the run's outliers and noise verdict, and their roofline when
     `with_roofline` (against `peaks`; without them, achieved rates only)."""
     loaded = load_annotated_level(bundle, level)
+    samples = bundle_step_samples(bundle, loaded.profiled.ops)
     table = hotspots(
         loaded.profiled.ops,
         by=by,
@@ -49,7 +58,11 @@ def load_top_view(
         profiled_ns=loaded.profiled.profiled_ns,
         expand_groups=expand_groups,
         level=loaded.level,
+        samples=samples.values,
+        stat=stat,
     )
+    noise = bundle.manifest().options.get("noise")
+    table = replace(table, noise=noise_verdict(step_totals(samples), noise))
     points = None
     if with_roofline:
         points = roofline(table, loaded.profiled, loaded.module, level=loaded.level, peaks=peaks)

@@ -8,9 +8,10 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from irprof.analyses.hotspots import HotspotTable
+from irprof.analyses.hotspots import HotspotRow, HotspotTable
 from irprof.analyses.profiled_ops import ProfiledModule
 from irprof.analyses.roofline import Roofline, RooflinePoint
+from irprof.analyses.step_stats import OUTLIER_FLOOR_NS, OUTLIER_MADS, UNSTABLE_RATIO
 from irprof.analyses.top_view import TopView
 from irprof.bundle import Manifest
 from irprof.renderers.coverage_table import capture_overhead_text
@@ -65,7 +66,12 @@ def hotspot_rich_table(
     rich_table.add_column(_KEY_TITLE[table.by], overflow="fold")
     if table.by != "type":
         rich_table.add_column("kind")
-    for column in ("time", "share", "count", "mean"):
+    spread = any(row.steps for row in table.rows)
+    # The sum stays out of a ranked table (it is `--stat sum`'s column and the caption's total).
+    rich_table.add_column(stat_column_title(table), justify="right")
+    # With per-step samples the spread of the steps replaces the mean per event (still in
+    # `to_arrow()`): a stall shows as a max far above the median.
+    for column in ("share", "count", "step min/med/max" if spread else "mean"):
         rich_table.add_column(column, justify="right")
     if table.by != "op":
         rich_table.add_column("ops", justify="right")
@@ -81,12 +87,12 @@ def hotspot_rich_table(
             cells.append(Text(shorten(row.op_name, 40)))
         # `~`: the time is an estimated share of an event several ops ran, not a measurement.
         mark = "~" if row.estimated_ns else ""
-        cells += [
-            Text(mark + format_ns(row.total_ns)),
-            Text(format_share(row.share)),
-            Text(str(row.count)),
-            Text(format_ns(row.mean_ns)),
-        ]
+        cells.append(Text(mark + format_ns(row.stat_ns or row.total_ns)))
+        cells += [Text(format_share(row.share)), Text(str(row.count))]
+        if spread:
+            cells.append(Text(spread_text(row), style="bold" if row.unstable else ""))
+        else:
+            cells.append(Text(format_ns(row.mean_ns)))
         if table.by != "op":
             cells.append(Text(str(row.ops)))
         if roofline is not None:
@@ -95,8 +101,11 @@ def hotspot_rich_table(
         rich_table.add_row(*cells)
     rich_table.caption = (
         f"{len(table.rows)} rows · {format_ns(table.total_ns)} attributed"
-        f" of {format_ns(table.profiled_ns)} profiled"
+        f" of {format_ns(table.profiled_ns)} profiled (sums) · ranked by {table.stat_label}"
+        + (f" ({table.stat_note})" if table.stat_note else "")
     )
+    if any(row.unstable for row in table.rows):
+        rich_table.caption += f" · ! unstable: slowest step > {UNSTABLE_RATIO:g}x the median step"
     if any(row.estimated_ns for row in table.rows):
         rich_table.caption += " · ~ estimated share of a fused or decomposed event"
     if any(row.group for row in table.rows):
@@ -104,6 +113,46 @@ def hotspot_rich_table(
     if roofline is not None:
         rich_table.caption += "\n" + roofline_caption(roofline)
     return rich_table
+
+
+def stat_column_title(table: HotspotTable) -> str:
+    """The ranked time column's title: `time` for sums, else the statistic (`median x5`)."""
+    if table.stat == "sum":
+        return "time"
+    steps = max((row.steps for row in table.rows), default=0)
+    return f"{table.stat} x{steps}" if steps else table.stat
+
+
+def spread_text(row: HotspotRow) -> str:
+    """`min/median/max` of a row's per-step times, `!` first when the row is unstable."""
+    text = "/".join(format_ns(v) for v in (row.step_min_ns, row.step_median_ns, row.step_max_ns))
+    return ("! " + text) if row.unstable else text if row.steps else "-"
+
+
+OUTLIERS_SHOWN = 10
+
+
+def step_notes(table: HotspotTable) -> str:
+    """What `top` prints after its table: the outlier op-steps (kept out of the ranking) and
+    the run's noise warnings; "" when there is nothing to say."""
+    lines: list[str] = []
+    if table.outliers:
+        lines.append(
+            f"outliers: {len(table.outliers)} op-step(s) above the op's median step by more "
+            f"than {OUTLIER_MADS:g} MADs and {format_ns(OUTLIER_FLOOR_NS)}"
+            + (" (not used for ranking)" if table.stat in ("median", "min") else "")
+        )
+        for item in table.outliers[:OUTLIERS_SHOWN]:
+            ratio = f"{item.ratio:.1f}x" if item.median_ns else "from 0"
+            lines.append(
+                f"  {shorten(item.key, 70)}  step {item.step}  {format_ns(item.value_ns)}"
+                f"  (+{format_ns(item.excess_ns)}, {ratio} its median {format_ns(item.median_ns)})"
+            )
+        if len(table.outliers) > OUTLIERS_SHOWN:
+            lines.append(f"  ... {len(table.outliers) - OUTLIERS_SHOWN} more")
+    if table.noise is not None:
+        lines += [f"warning: {text}" for text in table.noise.warnings]
+    return "\n".join(lines)
 
 
 def roofline_caption(roofline: Roofline) -> str:
@@ -132,6 +181,9 @@ def render_text(table: Table, *, width: int = 160) -> str:
 
 def top_title(view: TopView, manifest: Manifest) -> str:
     """`irprof top`'s title: framework, script, level, grouping and what profiling cost."""
-    title = f"{manifest.framework} · {view.script} · level {view.level} · by {view.table.by}"
+    title = (
+        f"{manifest.framework} · {view.script} · level {view.level} · by {view.table.by}"
+        f" · ranked by {view.table.stat_label}"
+    )
     overhead = capture_overhead_text(manifest.options, brief=True)
     return f"{title} · {overhead}" if overhead else title

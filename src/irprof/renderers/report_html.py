@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,6 +13,7 @@ from irprof.analyses.profiled_ops import ProfiledOp
 from irprof.analyses.report_data import LevelReport, ReportData, compact_location
 from irprof.analyses.roofline import Roofline
 from irprof.analyses.scope_tree import ScopeTree, headline
+from irprof.analyses.step_stats import OUTLIER_FLOOR_NS, OUTLIER_MADS, UNSTABLE_RATIO, NoiseVerdict
 from irprof.coverage import Coverage
 from irprof.event_dag import EventDag
 from irprof.renderers.dag_svg import DagSvgRenderer
@@ -27,12 +29,36 @@ HOTSPOT_ROWS = 500  # rows per table embedded; the rest is summed in the caption
 UNANNOTATED_ROWS = 500
 
 
+OUTLIER_ROWS = 50
+
+
+def _noise(verdict: NoiseVerdict | None) -> dict[str, Any] | None:
+    return None if verdict is None else dataclasses.asdict(verdict)
+
+
 def _table(table: HotspotTable, limit: int = HOTSPOT_ROWS) -> dict[str, Any]:
     return {
         "by": table.by,
         "total_ns": table.total_ns,
         "profiled_ns": table.profiled_ns,
         "rows_total": len(table.rows),
+        "stat": table.stat,
+        "stat_label": table.stat_label,
+        "stat_note": table.stat_note,
+        "outliers_total": len(table.outliers),
+        "outliers": [
+            {
+                "key": item.key,
+                "op_index": item.op_index,
+                "step": item.step,
+                "value_ns": item.value_ns,
+                "median_ns": item.median_ns,
+                "excess_ns": item.excess_ns,
+                "ratio": item.ratio if item.median_ns else None,
+            }
+            for item in table.outliers[:OUTLIER_ROWS]
+        ],
+        "noise": _noise(table.noise),
         "rows": [
             {
                 "key": row.key,
@@ -48,6 +74,12 @@ def _table(table: HotspotTable, limit: int = HOTSPOT_ROWS) -> dict[str, Any]:
                 "op_index": row.op_index,
                 "group": row.group,
                 "estimated_ns": row.estimated_ns,
+                "stat_ns": row.stat_ns,
+                "steps": row.steps,
+                "step_min_ns": row.step_min_ns,
+                "step_median_ns": row.step_median_ns,
+                "step_max_ns": row.step_max_ns,
+                "unstable": row.unstable,
             }
             for row in table.rows[:limit]
         ],
@@ -237,6 +269,11 @@ def report_payload(data: ReportData) -> dict[str, Any]:
         "dag_note": data.dag_note,
         "peaks": data.peaks.to_json() if data.peaks is not None else None,
         "against": data.against,
+        "step_rules": {
+            "outlier_mads": OUTLIER_MADS,
+            "outlier_floor_ns": OUTLIER_FLOOR_NS,
+            "unstable_ratio": UNSTABLE_RATIO,
+        },
     }
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 import orjson
 
 from irprof.bundle import Manifest, RunBundle, file_fingerprint, fingerprint_files
+from irprof.capture.noise import measured_noise
 from irprof.capture.subprocess_run import check_capture_arguments, model_label, staged_bundle
 from irprof.errors import CaptureError, MlirError, UsageError
 from irprof.fileio import write_bytes_atomic
@@ -116,7 +117,8 @@ def write_iree_bundle(
             module.operation.print(file=handle, enable_debug_info=True)
 
         try:
-            _compile_and_profile(stamped, folder, work_dir, inputs, options, subject)
+            with measured_noise() as noise:
+                _compile_and_profile(stamped, folder, work_dir, inputs, options, subject)
         except CaptureError as exc:
             # IREE names the staging and scratch folders, which are gone after a failure.
             message = str(exc).replace(f"{folder}{os.sep}", "").replace(f"{work_dir}{os.sep}", "")
@@ -154,6 +156,7 @@ def write_iree_bundle(
             "warmup_note": warning,
             "executable_sources": [f"executables/{path.name}" for path in sources],
             "dispatch_regions": f"ir/{DISPATCH_REGIONS}.mlir",
+            "noise": noise,
             **({"compiled_from": provenance} if provenance else {}),
         },
     )

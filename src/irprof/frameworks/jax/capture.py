@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from irprof.bundle import RunBundle
+from irprof.capture.noise import recording_noise
 from irprof.capture.subprocess_run import (
     check_capture_arguments,
     model_label,
@@ -68,6 +69,7 @@ def capture_jax(
             "--mode",
             options.mode,
         ]
-        run_runner(command, script=script_path, framework="JAX", timeout_s=options.timeout_s)
+        with recording_noise(folder):
+            run_runner(command, script=script_path, framework="JAX", timeout_s=options.timeout_s)
 
     return capture_staged(IREE_PLAN, options, run_framework, script=script_path, out=out_path)

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from irprof.bundle import Manifest, RunBundle, fingerprint_files
+from irprof.capture.noise import measured_noise
 from irprof.capture.subprocess_run import (
     check_capture_arguments,
     model_label,
@@ -88,7 +89,9 @@ def capture_tf(
     with staged_bundle(out_path) as staging:
         work = staging / ".work"
         work.mkdir()
-        result = _run_child(script_path, work, opts)
+        with measured_noise() as noise:
+            result = _run_child(script_path, work, opts)
+        result["noise"] = noise
         _write_bundle(RunBundle(staging), script_path, out_path, work, result, opts)
         shutil.rmtree(work)
     return RunBundle(out_path)
@@ -183,6 +186,7 @@ def _write_bundle(
                     "step_marker": result["step_marker_name"],
                     "runtime_graph": RUNTIME_GRAPH_FILE,
                     "overhead": result["overhead"],
+                    "noise": result["noise"],
                 },
             ),
         )

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from irprof.bundle import RunBundle
+from irprof.capture.noise import recording_noise
 from irprof.capture.subprocess_run import (
     check_capture_arguments,
     model_label,
@@ -55,7 +56,8 @@ def capture_torch(
     def run_framework(folder: Path, steps: int, warmup: int) -> None:
         run_options = dataclasses.replace(options, steps=steps, warmup=warmup)
         command = runner_command(script_path, folder, run_options, label)
-        run_runner(command, script=script_path, framework="torch", timeout_s=options.timeout_s)
+        with recording_noise(folder):
+            run_runner(command, script=script_path, framework="torch", timeout_s=options.timeout_s)
         check_reference_trace(folder, out_path)
 
     return capture_staged(IREE_PLAN, options, run_framework, script=script_path, out=out_path)

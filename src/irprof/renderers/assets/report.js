@@ -166,14 +166,31 @@
       { key: "key", title: by === "op" ? "op (runtime name)" : by === "type" ? "op kind" : "name scope", cls: "mono" },
     ];
     if (by !== "type") cols.push({ key: "op_name", title: "kind", cls: "mono" });
+    var tbl = lv["by_" + by];
+    var ranked = tbl.stat !== "sum";
+    var steps = Math.max.apply(null, [0].concat(tbl.rows.map(function (r) { return r.steps || 0; })));
+    // The ranked time: the table's statistic (median step x steps by default), else the sum.
+    var rankedNs = function (r) { return ranked ? r.stat_ns : r.total_ns; };
     cols = cols.concat([
       // "~": part of the time is an estimated share of a group's measured time.
-      { key: "total_ns", title: "time", num: true, fmt: function (r) { return (r.estimated_ns ? "~" : "") + fmtNs(r.total_ns); }, sortKey: function (r) { return r.total_ns; },
-        render: function (r) { return el("span", { title: r.estimated_ns ? "estimated share of a measured group: " + fmtNs(r.estimated_ns) : "" }, [el("span", { cls: "bar", style: "width:" + Math.round(60 * r.share / maxShare) + "px" }), (r.estimated_ns ? "~" : "") + fmtNs(r.total_ns)]); } },
+      { key: "stat_ns", title: ranked ? "time (" + tbl.stat + (steps ? " x" + steps : "") + ")" : "time", num: true, fmt: function (r) { return (r.estimated_ns ? "~" : "") + fmtNs(rankedNs(r)); }, sortKey: rankedNs,
+        render: function (r) { return el("span", { title: (r.estimated_ns ? "estimated share of a measured group: " + fmtNs(r.estimated_ns) + "; " : "") + tbl.stat_label }, [el("span", { cls: "bar", style: "width:" + Math.round(60 * r.share / maxShare) + "px" }), (r.estimated_ns ? "~" : "") + fmtNs(rankedNs(r))]); } },
+    ]);
+    if (ranked) cols.push({ key: "total_ns", title: "sum", num: true, fmt: function (r) { return (r.estimated_ns ? "~" : "") + fmtNs(r.total_ns); }, sortKey: function (r) { return r.total_ns; } });
+    cols = cols.concat([
       { key: "share", title: "share", num: true, fmt: function (r) { return fmtShare(r.share); } },
       { key: "count", title: "count", num: true },
       { key: "mean_ns", title: "mean", num: true, fmt: function (r) { return fmtNs(r.mean_ns); }, sortKey: function (r) { return r.mean_ns; } },
     ]);
+    if (steps) {
+      var rules = DATA.step_rules || {};
+      cols.push({ key: "step_max_ns", title: "step min / med / max", num: true, sortKey: function (r) { return r.step_median_ns ? r.step_max_ns / r.step_median_ns : 0; },
+        fmt: function (r) { return r.steps ? (r.unstable ? "! " : "") + fmtNs(r.step_min_ns) + " / " + fmtNs(r.step_median_ns) + " / " + fmtNs(r.step_max_ns) : "-"; },
+        render: function (r) {
+          var text = r.steps ? fmtNs(r.step_min_ns) + " / " + fmtNs(r.step_median_ns) + " / " + fmtNs(r.step_max_ns) : "-";
+          return r.unstable ? el("span", { cls: "unstable", title: "unstable: slowest step > " + rules.unstable_ratio + "x the median step" }, ["! " + text]) : el("span", { text: text });
+        } });
+    }
     if (by !== "op") cols.push({ key: "ops", title: "ops", num: true });
     if (by === "op") {
       cols.push({ key: "kernels", title: "kernels", cls: "mono", fmt: function (r) { return r.kernels.join(", "); }, sortKey: function (r) { return r.kernels.join(","); } });
@@ -230,10 +247,32 @@
       })));
     }
     parts.push(el("h2", { text: "Hottest groups and ops" }));
+    parts.push(el("p", { cls: "muted", id: "summary-stat", text: "ranked by " + lv.by_op.stat_label + (lv.by_op.stat_note ? " (" + lv.by_op.stat_note + ")" : "") }));
     parts.push(shareList("summary-hottest", lv.by_op.rows.slice(0, 5).map(function (r) {
-      return { name: r.key, note: r.group && r.ops > 1 ? "one measured group of " + r.ops + " ops" : r.op_name, total_ns: r.total_ns, share: r.share, estimated: r.estimated_ns > 0 };
+      return { name: r.key, note: r.group && r.ops > 1 ? "one measured group of " + r.ops + " ops" : r.op_name, total_ns: lv.by_op.stat === "sum" ? r.total_ns : r.stat_ns, share: r.share, estimated: r.estimated_ns > 0 };
     })));
+    parts = parts.concat(stepNotes(lv.by_op));
     parts.push(el("h2", { text: "Levels" }), levels);
+    return parts;
+  }
+
+  // The noise warnings and outlier op-steps of a hotspot table (kept out of a median ranking).
+  function stepNotes(tbl) {
+    var parts = [];
+    var warnings = (tbl.noise && tbl.noise.warnings) || [];
+    if (warnings.length) parts.push(el("ul", { cls: "warnings", id: "noise-warnings" }, warnings.map(function (w) { return el("li", { text: "warning: " + w }); })));
+    if (tbl.outliers_total) {
+      var rules = DATA.step_rules || {};
+      parts.push(el("h2", { text: "Outliers (" + tbl.outliers_total + ")" }));
+      parts.push(el("p", { cls: "muted", text: "op-steps above their op's median step by more than " + rules.outlier_mads + " MADs and " + fmtNs(rules.outlier_floor_ns) + (tbl.stat === "median" || tbl.stat === "min" ? "; not used for ranking" : "") }));
+      parts.push(dataTable([
+        { key: "key", title: "op", cls: "mono" },
+        { key: "step", title: "step", num: true },
+        { key: "value_ns", title: "time in step", num: true, fmt: function (r) { return fmtNs(r.value_ns); } },
+        { key: "excess_ns", title: "above median", num: true, fmt: function (r) { return "+" + fmtNs(r.excess_ns); } },
+        { key: "ratio", title: "x median", num: true, fmt: function (r) { return r.ratio === null ? "-" : r.ratio.toFixed(1) + "x"; }, sortKey: function (r) { return r.ratio === null ? Infinity : r.ratio; } },
+      ], tbl.outliers, { sortKey: "excess_ns" }));
+    }
     return parts;
   }
 
@@ -256,7 +295,7 @@
     var rowsOf = state.expandGroups ? lv.by_op_expanded : lv.by_op;
     var details = el("div", { cls: "details", id: "op-details" }, [el("p", { cls: "muted", text: "Click a row to see the op's IR with its annotation." })]);
     var counter = el("span", { cls: "muted" });
-    var table = dataTable(hotspotColumns("op"), rowsOf.rows, { sortKey: "total_ns", counter: counter, onRow: function (r) {
+    var table = dataTable(hotspotColumns("op"), rowsOf.rows, { sortKey: "stat_ns", counter: counter, onRow: function (r) {
       // A group row opens its hottest member, headed by what the row stands for.
       var group = r.group && r.ops > 1 ? [["group", r.key + ": " + r.ops + " ops share " + fmtNs(r.total_ns) + " measured"]] : undefined;
       opDetails(details, r.op_index, group);
@@ -267,13 +306,14 @@
     expand.checked = !!state.expandGroups;
     var toggle = el("label", { cls: "muted", title: "one row per op; the time of an op sharing a measured group is an estimated share (~)" }, [expand, " expand groups"]);
     var note = rowsOf.rows_total > rowsOf.rows.length ? " (top " + rowsOf.rows.length + " of " + rowsOf.rows_total + " embedded)" : "";
-    return [el("div", { cls: "toolbar" }, [filter, toggle, counter, el("span", { cls: "muted", text: fmtNs(rowsOf.total_ns) + " attributed" + note })]), table, details];
+    var ranking = "ranked by " + rowsOf.stat_label + (rowsOf.stat_note ? " (" + rowsOf.stat_note + ")" : "");
+    return [el("div", { cls: "toolbar" }, [filter, toggle, counter, el("span", { cls: "muted", id: "hotspot-stat", text: ranking + " · " + fmtNs(rowsOf.total_ns) + " attributed (sum)" + note })]), table].concat(stepNotes(rowsOf), [details]);
   }
 
   function rollupsTab() {
     var lv = level();
-    var byType = dataTable(hotspotColumns("type"), lv.by_type.rows, { sortKey: "total_ns" });
-    var byScope = dataTable(hotspotColumns("scope"), lv.by_scope.rows, { sortKey: "total_ns" });
+    var byType = dataTable(hotspotColumns("type"), lv.by_type.rows, { sortKey: "stat_ns" });
+    var byScope = dataTable(hotspotColumns("scope"), lv.by_scope.rows, { sortKey: "stat_ns" });
     return [el("div", { cls: "split" }, [
       el("div", {}, [el("h2", { text: "Time per op kind" }), byType]),
       el("div", {}, [el("h2", { text: "Time per name scope" }), byScope]),
