@@ -15,7 +15,7 @@ from irprof.bundle import RunBundle
 from irprof.correlate.base import CorrelationOptions
 from irprof.coverage import Coverage, check_coverage
 from irprof.errors import BundleError
-from irprof.fileio import write_text_atomic
+from irprof.fileio import OutputStage, write_text_atomic
 from irprof.frameworks import Framework, get_all_frameworks
 from irprof.mlir.apply_profile import annotate_module
 from irprof.mlir.load import print_module
@@ -111,10 +111,17 @@ def annotate_bundle(
                 f"{bundle.ir_path(level).name}",
             ),
         )
-    write_text_atomic(bundle.annotated_path(level), print_module(module, debug_info=True))
-    bundle.forget_ir(level)  # the module now carries the profile; `ir(level)` is the captured IR
-    result.opprofile.save(bundle.opprofile_level_path(level))
-    bundle.record_coverage(coverage)
+    # The three outputs are staged and committed together under the bundle's lock: a failure
+    # (a full disk) leaves the bundle as it was, never annotated without its coverage record.
+    stage = OutputStage()
+    try:
+        text = print_module(module, debug_info=True)
+        bundle.forget_ir(level)  # the module carries the profile; `ir(level)` is the captured IR
+        write_text_atomic(stage.path(bundle.annotated_path(level)), text)
+        result.opprofile.save(stage.path(bundle.opprofile_level_path(level)))
+        bundle.record_coverage(coverage, stage)
+    finally:
+        stage.discard()
     return AnnotateOutcome(
         level=level,
         annotated_path=bundle.annotated_path(level),

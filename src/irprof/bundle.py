@@ -7,10 +7,12 @@ manifest names is checked to be a regular file inside the bundle before anything
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import fcntl
 import functools
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,10 +21,12 @@ import orjson
 
 from irprof.coverage import Coverage, load_coverages, save_coverages
 from irprof.errors import BundleError
-from irprof.fileio import write_bytes_atomic
+from irprof.fileio import OutputStage, write_bytes_atomic
 from irprof.manifest import MANIFEST_LIMIT_BYTES, Manifest, bytes_fingerprint, file_fingerprint
 
 __all__ = ["Manifest", "RunBundle", "file_fingerprint", "fingerprint_files"]
+
+LOCK_FILE = ".irprof.lock"  # the advisory lock of commands that update a bundle
 
 if TYPE_CHECKING:
     from iree.compiler.ir import Module as MlirModule
@@ -313,8 +317,37 @@ class RunBundle:
         )
         self.__dict__.pop("_manifest", None)
 
-    def record_coverage(self, coverage: Coverage) -> None:
-        """Merge `coverage` into `coverage.json` under its level."""
-        merged = {**self._coverages, coverage.level: coverage}
-        save_coverages(self.coverage_path, merged)
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold the bundle's advisory lock (`flock` on `RUN/.irprof.lock`): commands that
+        update the bundle take it, so two `annotate`s of one bundle never lose a record."""
+        path = self.root / LOCK_FILE
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
+        except OSError as exc:
+            raise BundleError(
+                f"{path}: cannot open the bundle's lock file ({os.strerror(exc.errno or 0)})"
+            ) from exc
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # closing releases the lock
+
+    def _coverages_on_disk(self) -> dict[str, Coverage]:
+        """`coverage.json` as it is now (another command may have merged a level since)."""
+        if not os.path.lexists(self.coverage_path):
+            return {}
+        return load_coverages(self.member("coverage.json", what="coverage record"))
+
+    def record_coverage(self, coverage: Coverage, stage: OutputStage | None = None) -> None:
+        """Merge `coverage` into `coverage.json` under its level, re-read under the bundle's
+        lock; with `stage`, its other outputs are committed with the record, under the lock."""
+        with self.locked():
+            merged = {**self._coverages_on_disk(), coverage.level: coverage}
+            if stage is None:
+                save_coverages(self.coverage_path, merged)
+            else:
+                save_coverages(stage.path(self.coverage_path), merged)
+                stage.commit()
         self.__dict__["_coverages"] = merged

@@ -6,6 +6,7 @@ An entry pairs an `OpKey` (how to find the op again from its location) with `Pro
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -15,9 +16,10 @@ import msgspec
 import orjson
 
 from irprof.errors import IrprofError
-from irprof.fileio import write_bytes_atomic
+from irprof.fileio import read_input_file, write_bytes_atomic
 
 OPPROFILE_VERSION = 1
+OPPROFILE_LIMIT_BYTES = 1 << 30  # far above any real profile; refuse a device or a planted one
 
 
 @dataclass(frozen=True)
@@ -221,10 +223,9 @@ class OpProfile:
     @staticmethod
     def load(path: str | Path) -> OpProfile:
         """Read and validate an `opprofile.json`; a malformed one is an error naming the field."""
-        try:
-            data = Path(path).read_bytes()
-        except FileNotFoundError as exc:
-            raise IrprofError(f"{path}: no such opprofile file") from exc
+        if not os.path.lexists(path):
+            raise IrprofError(f"{path}: no such opprofile file")
+        data = read_input_file(path, OPPROFILE_LIMIT_BYTES)
         try:
             version = msgspec.json.decode(data, type=_VersionSchema).version
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:

@@ -20,6 +20,7 @@ import os
 import resource
 import shutil
 import socket
+import stat
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -183,6 +184,31 @@ def _check_root(root: Path) -> None:
             f"{root}: not empty and not an irprof rank dataset (no {DATASET_FILE}); "
             "choose an empty or new folder"
         )
+    if root.is_dir():
+        _partition_folders(root)
+
+
+def _partition_folders(root: Path) -> list[Path]:
+    """The `rank=*` folders of the dataset `root`, each a real folder inside it whose partition
+    file, if any, is a regular file: a link would make a conversion write or delete elsewhere."""
+    folders = []
+    for entry in os.scandir(root):
+        if not entry.name.startswith("rank="):
+            continue
+        if not entry.is_dir(follow_symlinks=False):
+            kind = "a symbolic link" if entry.is_symlink() else "not a folder"
+            raise UsageError(
+                f"{entry.path}: a dataset partition must be a real folder inside {root}, and "
+                f"this is {kind}; remove it or convert into a new folder"
+            )
+        partition = Path(entry.path) / PARTITION_FILE
+        if os.path.lexists(partition) and not stat.S_ISREG(os.lstat(partition).st_mode):
+            raise UsageError(
+                f"{partition}: a partition file must be a regular file, not a link or a "
+                "special file; remove it or convert into a new folder"
+            )
+        folders.append(Path(entry.path))
+    return folders
 
 
 def convert_ranks(
@@ -227,13 +253,15 @@ def convert_ranks(
 
 
 def _remove_stale_partitions(dataset: RankDataset) -> None:
+    """Delete the partitions of an earlier conversion, never following a link (the folders
+    were checked before converting; they are checked again at the moment of deleting)."""
     current = {dataset.root / part.partition for part in dataset.parts}
-    for stale in dataset.root.glob(f"rank=*/{PARTITION_FILE}"):
-        if stale not in current:
-            stale.unlink()
-            with_others = any(stale.parent.iterdir())
-            if not with_others:
-                stale.parent.rmdir()
+    for folder in _partition_folders(dataset.root):
+        stale = folder / PARTITION_FILE
+        if stale not in current and os.path.lexists(stale):
+            stale.unlink()  # a regular file (checked): unlink removes it, not a link's target
+            if not any(folder.iterdir()):
+                folder.rmdir()
 
 
 class _DatasetSchema(msgspec.Struct, forbid_unknown_fields=True):

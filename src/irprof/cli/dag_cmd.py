@@ -9,6 +9,7 @@ import typer
 from rich.console import Console
 
 from irprof.api import trace_dag
+from irprof.cli.outputs import check_outputs
 from irprof.errors import UsageError
 from irprof.event_dag.export import save_dag_json, save_graphml
 from irprof.event_dag.model import DAG_MODES
@@ -73,6 +74,7 @@ def dag(
         raise UsageError(f"--format {format_name!r}: expected one of {known}")
     if step is not None and not show_critical_path:
         raise UsageError("--step chooses the step of --critical-path; pass both")
+    check_outputs({"-o": output, "--graphml": graphml, "--dot": dot, "--svg": svg}, [trace_path])
     view = trace_dag(
         trace_path,
         mode,

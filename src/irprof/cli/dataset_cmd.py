@@ -9,6 +9,7 @@ import typer
 from rich.console import Console
 
 from irprof.api import mlgo_dataset
+from irprof.cli.outputs import check_outputs
 from irprof.errors import UsageError
 from irprof.fileio import write_bytes_atomic
 from irprof.renderers.mlgo_log import RENDERER, dataset_index
@@ -25,11 +26,11 @@ def dataset(
     as the score) and dataset.json naming the logs, the tensor specs and the ids."""
     if output.exists() and not output.is_dir():
         raise UsageError(f"{output}: exists and is not a folder")
+    check_outputs({"-o": output}, runs)
     entries = mlgo_dataset(runs, level)
     # Everything is built before the first file is written.
     files = {entry.file: RENDERER.render(entry.log) for entry in entries}
     files["dataset.json"] = dataset_index(entries)
-    output.mkdir(parents=True, exist_ok=True)
     for name, data in files.items():
         write_bytes_atomic(output / name, data)
     total = sum(entry.log.observation_count for entry in entries)

@@ -11,6 +11,7 @@ from rich.console import Console
 
 from irprof.analyses.run_diff import DiffOptions
 from irprof.api import Run
+from irprof.cli.outputs import check_outputs
 from irprof.errors import UsageError
 from irprof.fileio import write_bytes_atomic
 from irprof.renderers.diff_mlir import DiffIR, DiffMlirRenderer
@@ -54,6 +55,7 @@ def diff(
         raise UsageError("--limit must be >= 1")
     if fail_if_slower is not None and fail_if_slower < 0:
         raise UsageError("--fail-if-slower must be a percentage >= 0")
+    check_outputs({"--json": json_out, "-o": output}, [run_a, run_b])
     bundle_b = Run(run_b)
     result = Run(run_a).diff(
         bundle_b, level, other_level=level_b, options=DiffOptions(confidence, resamples, seed)

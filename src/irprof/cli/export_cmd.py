@@ -9,6 +9,7 @@ import typer
 from rich.console import Console
 
 from irprof.api import Run
+from irprof.cli.outputs import check_outputs
 from irprof.renderers.base import get_export_renderers
 
 
@@ -25,6 +26,7 @@ def export(
     ] = None,
 ) -> None:
     """Export a run: Perfetto (.pftrace), Chrome JSON, Model Explorer node data, MLGO log."""
+    check_outputs({"-o": output}, [run])
     Run(run).export(to, output, level)
     Console(highlight=False, stderr=True).print(f"{to} export -> {output}", markup=False)
 

@@ -11,6 +11,7 @@ from rich.console import Console
 from irprof.analyses.op_graph import OpGraphOptions
 from irprof.api import op_graph
 from irprof.cli.opt_cmd import MaxDigits, MaxMegabytes, MaxNesting, parse_limits
+from irprof.cli.outputs import check_outputs
 from irprof.errors import UsageError
 from irprof.fileio import write_bytes_atomic
 from irprof.mlir.safe_parse import DEFAULT_LIMITS
@@ -39,6 +40,7 @@ def graph(
         raise UsageError(f"--group {group!r}: expected auto|always|never")
     if not mlir.is_file():
         raise UsageError(f"{mlir}: no such file")
+    check_outputs({"-o": output}, [mlir])
     renderer = op_graph_renderer_for(output)
     options = OpGraphOptions(
         function=function,

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import importlib
+import os
+import signal
 import sys
 from collections.abc import Sequence
+from types import FrameType
 
 import typer
 from rich.console import Console
@@ -54,6 +57,13 @@ def build_app() -> typer.Typer:
     return app
 
 
+def describe_os_error(exc: OSError) -> str:
+    """`path: No space left on device` (both paths of a rename or link)."""
+    words = os.strerror(exc.errno) if exc.errno else str(exc)
+    paths = [str(name) for name in (exc.filename, exc.filename2) if name is not None]
+    return f"{' -> '.join(paths)}: {words}" if paths else words
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI on `argv`; returns the exit code (0 ok, 1 failure found, 2 bad input/usage)."""
     err = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -63,6 +73,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except IrprofError as exc:
         err.print(f"[bold red]irprof: error:[/] {exc}", markup=True)
         return exc.exit_code
+    except OSError as exc:
+        # The file system said no (no space, no permission, a read-only or vanished file)
+        # somewhere no reader or writer named it: still the path and the errno's words, exit 2.
+        err.print(f"irprof: error: {describe_os_error(exc)}", markup=False)
+        return 2
     except typer.Exit as exc:
         return int(exc.exit_code)
     except typer.Abort:
@@ -78,6 +93,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     return int(result) if isinstance(result, int) else 0
 
 
+SIGTERM_EXIT = 128 + signal.SIGTERM
+
+
+def _terminate(signum: int, frame: FrameType | None) -> None:
+    """SIGTERM as an exception: the `finally` blocks and context managers that remove temporary
+    files run as they do on Ctrl-C, and the process then exits 143."""
+    raise SystemExit(SIGTERM_EXIT)
+
+
 def run() -> None:
-    """Console-script entry: exit with `main`'s code."""
+    """Console-script entry: exit with `main`'s code (SIGTERM cleans up like SIGINT)."""
+    signal.signal(signal.SIGTERM, _terminate)
     sys.exit(main())

@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from irprof.cli.outputs import check_outputs
 from irprof.errors import UsageError
 from irprof.mlir.context import make_context
 from irprof.mlir.load import load_module, print_module, write_module
@@ -84,6 +85,7 @@ def opt(
         return
     if input_path is None:
         raise UsageError("irprof opt: missing IN.mlir (or use --list-passes)")
+    check_outputs({"-o": output, "--print-ir-after-all": print_ir_after_all}, [input_path])
     limits = parse_limits(max_nesting, max_digits, max_megabytes)
     run = RunOptions(
         verify_each=verify_each, print_ir_after_all=print_ir_after_all, debug_info=debuginfo

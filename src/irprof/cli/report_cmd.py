@@ -9,7 +9,9 @@ import typer
 from rich.console import Console
 
 from irprof.analyses.machine_peaks import resolve_peaks
+from irprof.analyses.step_stats import parse_stat
 from irprof.api import open_run
+from irprof.cli.outputs import check_outputs
 from irprof.cli.peak_options import PeakGbpsOption, PeakGflopsOption, PeaksOption
 
 
@@ -31,13 +33,28 @@ def report(
     no_peaks: Annotated[
         bool, typer.Option("--no-peaks", help="Roofline without roofs: measure nothing.")
     ] = False,
+    stat: Annotated[
+        str,
+        typer.Option(
+            "--stat", help="Rank hotspots by median | sum | min | mean of the per-step times."
+        ),
+    ] = "median",
 ) -> None:
     """Write one static HTML file: summary, hotspots, scopes, rollups, roofline, op graph, DAG,
     coverage gaps (and a diff with --against)."""
+    ranking = parse_stat(stat)
+    inputs = [run, run / "dag.json", *([against] if against is not None else [])]
+    check_outputs({"-o": output if output is not None else run / "report.html"}, inputs)
     bundle = open_run(run)
     other = open_run(against) if against is not None else None
     machine = None if no_peaks else resolve_peaks(peaks, peak_gflops, peak_gbps)
-    target = bundle.report(output, max_nodes=max_nodes, against=other, peaks=machine)
+    target = bundle.report(
+        output,
+        max_nodes=max_nodes,
+        against=other,
+        peaks=machine,
+        stat=ranking,
+    )
     levels = ", ".join(bundle.annotated_levels())
     console = Console(highlight=False, stderr=True)
     console.print(

@@ -17,7 +17,10 @@ from rich.console import Console
 from rich.progress import Progress
 
 from irprof.analyses.rank_cluster import ClusterOptions
-from irprof.api import open_sql
+from irprof.analyses.rank_dataset import is_rank_dataset
+from irprof.analyses.ranks import rank_trace_files
+from irprof.analyses.sql_views import open_sql
+from irprof.cli.outputs import check_outputs
 from irprof.cli.trace_cmd import (
     PROGRESS_COLUMNS,
     DatasetOption,
@@ -35,7 +38,9 @@ HELP = """Run an SQL query (DuckDB) over a trace, a Parquet trace, a rank datase
 traces or a run bundle. Views: events(rank, row, ts_ns, dur_ns, end_ns, track, process, thread,
 pid, tid, name, kind, args), tracks(rank, track, process, thread, pid, tid), flows(rank, flow_id,
 src, dst: event rows); run bundles also: ops(level, op, location, name, source, count, total_ns,
-mean_ns, share, estimated, group fields) and opprofile (every opprofile.json field)."""
+mean_ns, share, estimated, group fields) and opprofile (every opprofile.json field). Queries
+run sandboxed: no file reads or writes beyond the views, no ATTACH, no INSTALL (see
+--allow-external)."""
 
 
 def sql(
@@ -58,6 +63,14 @@ def sql(
     scheduler: SchedulerOption = None,
     workers: WorkersOption = None,
     dataset: DatasetOption = None,
+    allow_external: Annotated[
+        bool,
+        typer.Option(
+            "--allow-external",
+            help="Full DuckDB: let the query read and write any file, ATTACH and INSTALL "
+            "(off by default, so a shared query cannot touch your files).",
+        ),
+    ] = False,
 ) -> None:
     """Query traces with SQL; see the README for ten useful queries."""
     if limit < 1:
@@ -65,6 +78,9 @@ def sql(
     if as_csv and output is not None:
         raise UsageError("--csv and -o: pass one (-o out.csv writes CSV to a file)")
     check_format(format_name)
+    check_outputs({"-o": output}, [source])
+    if source.is_dir() and not is_rank_dataset(source):
+        check_outputs({"--dataset": dataset}, rank_trace_files(source))
     cluster = ClusterOptions(scheduler, workers)
     cluster.check()
     text = sys.stdin.read() if query == "-" else query
@@ -82,7 +98,7 @@ def sql(
 
         session = stack.enter_context(
             open_sql(source, cluster=cluster, dataset=dataset, format=format_name,
-                     on_progress=on_progress)
+                     on_progress=on_progress, allow_external=allow_external)
         )  # fmt: skip
         progress.stop()
         if output is not None:

@@ -10,11 +10,13 @@ from rich.console import Console
 
 from irprof.analyses.hotspots import GROUP_BYS
 from irprof.analyses.machine_peaks import resolve_peaks
+from irprof.analyses.step_stats import parse_stat
 from irprof.api import open_run
+from irprof.cli.outputs import check_outputs
 from irprof.cli.peak_options import PeakGbpsOption, PeakGflopsOption, PeaksOption
 from irprof.errors import UsageError
 from irprof.fileio import write_bytes_atomic
-from irprof.renderers.hotspot_table import hotspot_rich_table, top_title
+from irprof.renderers.hotspot_table import hotspot_rich_table, step_notes, top_title
 from irprof.renderers.roofline_svg import RENDERER as ROOFLINE_SVG
 
 
@@ -22,6 +24,14 @@ def top(
     run: Annotated[Path, typer.Argument(metavar="RUN", help="Annotated run bundle.")],
     limit: Annotated[int, typer.Option("-n", "--limit", help="Rows to show.")] = 20,
     by: Annotated[str, typer.Option("--by", help="Group rows by op | type | scope.")] = "op",
+    stat: Annotated[
+        str,
+        typer.Option(
+            "--stat",
+            help="Rank by median | sum | min | mean of the per-step times (x steps); "
+            "median: one stalled step cannot move it.",
+        ),
+    ] = "median",
     level: Annotated[
         str | None, typer.Option("--level", help="Annotated IR level (default: first).")
     ] = None,
@@ -48,8 +58,10 @@ def top(
     """Show the ops (or op kinds, or name scopes) that took the most time."""
     if by not in GROUP_BYS:
         raise UsageError(f"--by {by!r}: expected one of {'|'.join(GROUP_BYS)}")
+    ranking = parse_stat(stat)
     if svg is not None and not roofline:
         raise UsageError("--svg draws the roofline: add --roofline")
+    check_outputs({"--svg": svg}, [run])
     bundle = open_run(run)
     machine = resolve_peaks(peaks, peak_gflops, peak_gbps) if roofline else None
     view = bundle.top_view(
@@ -59,6 +71,7 @@ def top(
         expand_groups=expand_groups,
         roofline=roofline,
         peaks=machine,
+        stat=ranking,
     )
     Console(highlight=False).print(
         hotspot_rich_table(
@@ -69,6 +82,9 @@ def top(
             roofline=view.roofline,
         )
     )
+    notes = step_notes(view.table)
+    if notes:
+        Console(highlight=False).print(notes, markup=False)
     if svg is not None and view.roofline is not None:
         write_bytes_atomic(svg, ROOFLINE_SVG.render(view.roofline))
         Console(highlight=False, stderr=True).print(f"roofline -> {svg}", markup=False)

@@ -32,7 +32,9 @@ from irprof.analyses.rank_dataset import (
     open_rank_dataset,
 )
 from irprof.analyses.ranks import DEFAULT_STRAGGLER_THRESHOLD, check_threshold, rank_trace_files
+from irprof.cli.outputs import check_outputs
 from irprof.errors import IrprofError, UsageError
+from irprof.fileio import make_parent_folder
 from irprof.readers import get_all_readers
 from irprof.renderers.trace_summary_tables import rank_table, summary_tables
 
@@ -161,6 +163,7 @@ def convert(
             f"-o {output}: unknown output format {output.suffix!r}; write .json or .parquet, "
             "or name a folder (no suffix) for a rank dataset"
         )
+    check_outputs({"-o": output}, rank_files or [trace_path])
     if rank_files or output.suffix not in OUTPUT_SUFFIXES:
         # One trace into a dataset folder is rank 0 unless its metadata or name says otherwise.
         sources = rank_files or [trace_path]
@@ -171,6 +174,7 @@ def convert(
         print_dataset(Console(highlight=False), dataset, runner.description)
         raise_failures(dataset.failures, len(sources))
         return
+    make_parent_folder(output)
     done = convert_trace_file(trace_path, output, format_name, in_memory=in_memory)
     how = "streamed" if done.streamed else "read whole"
     Console(highlight=False).print(
@@ -209,6 +213,7 @@ def summary(
     console = Console(highlight=False)
     is_dataset = trace_path.is_dir() and is_rank_dataset(trace_path)
     rank_files = rank_trace_files(trace_path) if trace_path.is_dir() and not is_dataset else []
+    check_outputs({"--dataset": dataset_dir}, rank_files)
     if is_dataset or rank_files:
         total = len(rank_files) if rank_files else len(open_rank_dataset(trace_path).parts)
         with contextlib.ExitStack() as stack:

@@ -10,7 +10,8 @@ from iree.compiler import ir
 
 from irprof.mlir.apply_profile import annotate_module
 from irprof.mlir.profile_attrs import Layout
-from irprof.opprofile import OpProfile
+from irprof.opprofile import OPPROFILE_LIMIT_BYTES, OpProfile
+from irprof.passes.base import check_input_option
 
 
 @dataclass(frozen=True)
@@ -21,6 +22,11 @@ class AnnotatePass:
     summary: ClassVar[str] = "attach opprofile.json measurements as irprof.profile attributes"
     profile: Path
     attr: Layout = "irprof"
+
+    def __post_init__(self) -> None:
+        check_input_option(
+            self.name, "profile", self.profile, OPPROFILE_LIMIT_BYTES, "opprofile file"
+        )
 
     def run(self, root: ir.Operation) -> None:
         """Annotate in place (see `irprof.mlir.apply_profile.annotate_module`)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import types
 import typing
 from collections.abc import Mapping
@@ -12,6 +13,7 @@ from typing import Any, ClassVar, Literal, Protocol, TypeVar
 from iree.compiler import ir, passmanager
 
 from irprof.errors import PipelineError
+from irprof.fileio import input_file_problem
 
 
 class ModulePass(Protocol):
@@ -68,6 +70,19 @@ def _convert(pass_name: str, option: str, raw: str, hint: Any) -> Any:
     if not raw:
         raise bad("a non-empty string")
     return raw
+
+
+def check_input_option(
+    pass_name: str, option: str, path: Path, limit_bytes: int, what: str = "file"
+) -> None:
+    """Refuse (PipelineError naming the option) a path option that is not a regular file
+    within `limit_bytes`: `profile=/dev/zero` or a FIFO would be read forever."""
+    place = f"pass '{pass_name}': option '{option}={path}'"
+    if not os.path.lexists(path):
+        raise PipelineError(f"{place}: {path}: no such {what}")
+    problem = input_file_problem(path, limit_bytes)
+    if problem is not None:
+        raise PipelineError(f"{place}: {path} {problem}")
 
 
 def build_pass(cls: type[P], pass_name: str, options: Mapping[str, str]) -> P:

@@ -11,7 +11,8 @@ from iree.compiler import ir
 from irprof.mlir.apply_profile import write_summary
 from irprof.mlir.profile_attrs import Layout
 from irprof.mlir.reattach import reattach
-from irprof.opprofile import OpProfile
+from irprof.opprofile import OPPROFILE_LIMIT_BYTES, OpProfile
+from irprof.passes.base import check_input_option
 
 
 @dataclass(frozen=True)
@@ -24,6 +25,11 @@ class ReattachPass:
     level: str = "lowered"
     attr: Layout = "irprof"
     output: Path | None = None  # also write the lower level's opprofile.json here
+
+    def __post_init__(self) -> None:
+        check_input_option(
+            self.name, "profile", self.profile, OPPROFILE_LIMIT_BYTES, "opprofile file"
+        )
 
     def run(self, root: ir.Operation) -> None:
         """Annotate in place (and write `output` when given); see `irprof.mlir.reattach`."""
