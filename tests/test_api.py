@@ -368,3 +368,34 @@ def test_opt_runs_native_and_irprof_passes_on_text() -> None:
     assert "irprof.origin" in stamped.operation.get_asm(enable_debug_info=True)
     with pytest.raises(irprof.PipelineError):
         irprof.opt(text, "builtin.module(no-such-pass)")
+
+
+def test_convert_trace_writes_one_file_or_a_rank_dataset_with_progress(tmp_path: Path) -> None:
+    from irprof.analyses.rank_dataset import ConvertedTrace, RankDataset
+
+    public = Path(__file__).parent / "fixtures" / "traces" / "public"
+    ranks = tmp_path / "ranks"
+    ranks.mkdir()
+    for rank in (0, 1):
+        name = f"trace_filter__sampled_rank-{rank}.json.gz"
+        shutil.copy(public / name, ranks / name)
+    # One file: streamed to Parquet, every event of the trace as the reader sees it.
+    single = irprof.convert_trace(
+        ranks / "trace_filter__sampled_rank-0.json.gz", tmp_path / "e.parquet"
+    )
+    assert isinstance(single, ConvertedTrace) and single.streamed
+    assert single.events == len(irprof.read_trace(ranks / "trace_filter__sampled_rank-0.json.gz"))
+    assert len(irprof.read_trace(tmp_path / "e.parquet")) == single.events
+    # A folder of ranks: a dataset partitioned by rank, progress reported once per rank.
+    reports: list[tuple[int, int]] = []
+    dataset = irprof.convert_trace(
+        ranks,
+        tmp_path / "ds",
+        workers=0,
+        on_progress=lambda done, total: reports.append((done, total)),
+    )
+    assert isinstance(dataset, RankDataset) and not dataset.failures
+    assert sorted(part.rank for part in dataset.parts) == [0, 1]
+    assert reports == [(1, 2), (2, 2)] and dataset.converted_by == "in this process"
+    with pytest.raises(irprof.UsageError, match="dataset folder, not one file"):
+        irprof.convert_trace(ranks, tmp_path / "ds.parquet", workers=0)

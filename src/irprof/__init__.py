@@ -12,6 +12,7 @@ The package's face is `irprof.api`, re-exported here and imported on first use, 
     irprof.trace_dag(path) / op_graph(mlir)  -> DagView / OpGraph of a trace or annotated file
     irprof.open_sql(path) / open_dataset(path) -> DuckDB over traces, datasets, run bundles
     irprof.summarize_trace(path)             -> TraceSummary of one trace file
+    irprof.convert_trace(path, out)          -> events.json / Parquet / a rank dataset
     irprof.opt(mlir, pipeline)               -> the module after an `irprof opt` pipeline
 
 The tour: docs/api.md.
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
         Run,
         annotate,
         capture_model,
+        convert_trace,
         mlgo_dataset,
         op_graph,
         open_dataset,
@@ -57,6 +59,7 @@ _API = frozenset(
         "Run",
         "annotate",
         "capture_model",
+        "convert_trace",
         "mlgo_dataset",
         "op_graph",
         "open_dataset",
@@ -92,6 +95,7 @@ __all__ = [
     "__version__",
     "annotate",
     "capture_model",
+    "convert_trace",
     "mlgo_dataset",
     "op_graph",
     "open_dataset",

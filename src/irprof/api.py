@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from irprof.analyses.machine_peaks import MachinePeaks
     from irprof.analyses.op_graph import Grouping, OpGraph, OpGraphOptions
     from irprof.analyses.rank_cluster import ClusterOptions
+    from irprof.analyses.rank_dataset import ConvertedTrace, RankDataset
     from irprof.analyses.roofline import Roofline
     from irprof.analyses.run_diff import DiffOptions, RunDiff
     from irprof.analyses.sql_views import SqlResult, SqlSession
@@ -320,6 +321,67 @@ def summarize_trace(path: str | Path, *, top: int = 15, format: str | None = Non
     from irprof.analyses.trace_summary import summarize_trace as summarize
 
     return summarize(read_trace(path, format), top=top)
+
+
+def convert_trace(
+    path: str | Path,
+    output: str | Path,
+    *,
+    format: str | None = None,
+    in_memory: bool = False,
+    scheduler: str | None = None,
+    workers: int | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> ConvertedTrace | RankDataset:
+    """`irprof trace convert`: a trace to `events.json` / `.parquet` (Chrome JSON streamed in
+    bounded memory unless `in_memory`), or a folder of rank traces (or one trace, when `output`
+    has no suffix) to a Parquet dataset partitioned by rank, converted in parallel on Dask
+    (`scheduler`, else `workers` local workers; 0: this process). `on_progress(done, total)`
+    after each rank; failed ranks are listed in the dataset's `failures`."""
+    import dataclasses
+
+    from irprof.analyses.rank_cluster import ClusterOptions, open_runner
+    from irprof.analyses.rank_dataset import (
+        TRACE_OUTPUT_SUFFIXES,
+        convert_ranks,
+        convert_trace_file,
+    )
+    from irprof.analyses.ranks import rank_trace_files
+    from irprof.errors import UsageError
+    from irprof.fileio import make_parent_folder
+
+    source, target = Path(path), Path(output)
+    cluster = ClusterOptions(scheduler, workers)
+    cluster.check()
+    rank_files = rank_trace_files(source) if source.is_dir() else []
+    if target.suffix and target.suffix not in TRACE_OUTPUT_SUFFIXES and not target.is_dir():
+        # `x.csv` is a typo for a format more often than the name of a dataset folder.
+        raise UsageError(
+            f"-o {target}: unknown output format {target.suffix!r}; write .json or .parquet, "
+            "or name a folder (no suffix) for a rank dataset"
+        )
+    if not rank_files and target.suffix in TRACE_OUTPUT_SUFFIXES:
+        make_parent_folder(target)
+        return convert_trace_file(source, target, format, in_memory=in_memory)
+    if target.suffix in TRACE_OUTPUT_SUFFIXES:
+        raise UsageError(
+            f"-o {target}: {len(rank_files)} rank traces convert to a dataset folder, not one "
+            "file; name a folder"
+        )
+    # One trace into a dataset folder is rank 0 unless its metadata or name says otherwise.
+    sources = rank_files or [source]
+    done = 0
+
+    def advance(_outcome: object) -> None:
+        nonlocal done
+        done += 1
+        if on_progress is not None:
+            on_progress(done, len(sources))
+
+    runner_options = cluster if rank_files else ClusterOptions(workers=0)
+    with open_runner(runner_options, len(sources)) as runner:
+        dataset = convert_ranks(sources, target, runner, format, on_done=advance)
+    return dataclasses.replace(dataset, converted_by=runner.description)
 
 
 def opt(source: str | Path, pipeline: str, *, verify_each: bool = False) -> Any:

@@ -74,6 +74,10 @@ def _is_chrome(path: Path, format: str | None) -> bool:
     return bool(head.strip()) and detect_formats(path, head)[0].name == "chrome"
 
 
+# `trace convert -o` by suffix: one file in irprof's formats; no suffix names a dataset folder.
+TRACE_OUTPUT_SUFFIXES = (".json", ".parquet")
+
+
 def convert_trace_file(
     source: Path, output: Path, format: str | None = None, *, in_memory: bool = False
 ) -> ConvertedTrace:
@@ -127,6 +131,7 @@ class RankDataset:
     root: Path
     parts: tuple[RankPart, ...]
     failures: tuple[RankFailure, ...] = ()
+    converted_by: str = ""  # where the ranks were converted ("on 2 local Dask workers", ...)
 
     def partition_paths(self) -> list[Path]:
         """The partition files, in rank order."""

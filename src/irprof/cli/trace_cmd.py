@@ -23,10 +23,10 @@ from rich.text import Text
 from irprof import api
 from irprof.analyses.rank_cluster import ClusterOptions, Runner, open_runner
 from irprof.analyses.rank_dataset import (
+    TRACE_OUTPUT_SUFFIXES,
     RankDataset,
     RankFailure,
     convert_ranks,
-    convert_trace_file,
     dataset_rank_table,
     is_rank_dataset,
     open_rank_dataset,
@@ -34,11 +34,8 @@ from irprof.analyses.rank_dataset import (
 from irprof.analyses.ranks import DEFAULT_STRAGGLER_THRESHOLD, check_threshold, rank_trace_files
 from irprof.cli.outputs import check_outputs
 from irprof.errors import IrprofError, UsageError
-from irprof.fileio import make_parent_folder
 from irprof.readers import get_all_readers
 from irprof.renderers.trace_summary_tables import rank_table, summary_tables
-
-OUTPUT_SUFFIXES = (".json", ".parquet")  # otherwise -o names a dataset folder
 
 TraceArgument = Annotated[
     Path, typer.Argument(metavar="TRACE", help="Trace file (.xplane.pb, .json[.gz]) or its dir.")
@@ -92,6 +89,29 @@ def rank_progress(total: int, what: str) -> Iterator[Callable[[object], None]]:
         yield lambda _outcome: progress.advance(task)
 
 
+@contextlib.contextmanager
+def lazy_progress(what: str) -> Iterator[Callable[[int, int], None]]:
+    """A progress bar on stderr shown from the first `(done, total)` report (transient): it is
+    not started before the work, so a local Dask cluster can still fork its workers."""
+    progress: Progress | None = None
+    task = None
+
+    def report(done: int, total: int) -> None:
+        nonlocal progress, task
+        if progress is None:
+            progress = Progress(*PROGRESS_COLUMNS, console=Console(stderr=True), transient=True)
+            progress.start()
+            task = progress.add_task(what, total=total)
+        assert task is not None
+        progress.update(task, completed=done, total=total)
+
+    try:
+        yield report
+    finally:
+        if progress is not None:
+            progress.stop()
+
+
 def raise_failures(failures: tuple[RankFailure, ...], total: int) -> None:
     """After the others' results: name every failed rank file with its error (exit 2)."""
     if failures:
@@ -127,7 +147,7 @@ def convert_directory(
     sources: list[Path], output: Path, runner: Runner, format_name: str | None
 ) -> RankDataset:
     """Rank files into the dataset `output` on `runner`, with a progress bar."""
-    if output.suffix in OUTPUT_SUFFIXES:
+    if output.suffix in TRACE_OUTPUT_SUFFIXES:
         raise UsageError(
             f"-o {output}: {len(sources)} rank traces convert to a dataset folder, not one "
             "file; name a folder"
@@ -154,28 +174,24 @@ def convert(
     """Convert a trace (Chrome JSON streamed in bounded memory) or a dir of rank traces (in
     parallel, to a Parquet dataset partitioned by rank) for every command and `irprof sql`."""
     check_format(format_name)
-    cluster = ClusterOptions(scheduler, workers)
-    cluster.check()
-    rank_files = rank_trace_files(trace_path) if trace_path.is_dir() else []
-    if output.suffix and output.suffix not in OUTPUT_SUFFIXES and not output.is_dir():
-        # `x.csv` is a typo for a format more often than the name of a dataset folder.
-        raise UsageError(
-            f"-o {output}: unknown output format {output.suffix!r}; write .json or .parquet, "
-            "or name a folder (no suffix) for a rank dataset"
+    ClusterOptions(scheduler, workers).check()
+    check_outputs(
+        {"-o": output}, rank_trace_files(trace_path) if trace_path.is_dir() else [trace_path]
+    )
+    with lazy_progress("converting ranks") as on_progress:
+        done = api.convert_trace(
+            trace_path,
+            output,
+            format=format_name,
+            in_memory=in_memory,
+            scheduler=scheduler,
+            workers=workers,
+            on_progress=on_progress,
         )
-    check_outputs({"-o": output}, rank_files or [trace_path])
-    if rank_files or output.suffix not in OUTPUT_SUFFIXES:
-        # One trace into a dataset folder is rank 0 unless its metadata or name says otherwise.
-        sources = rank_files or [trace_path]
-        with open_runner(cluster if rank_files else ClusterOptions(workers=0), len(sources)) as (
-            runner
-        ):
-            dataset = convert_directory(sources, output, runner, format_name)
-        print_dataset(Console(highlight=False), dataset, runner.description)
-        raise_failures(dataset.failures, len(sources))
+    if isinstance(done, RankDataset):
+        print_dataset(Console(highlight=False), done, done.converted_by)
+        raise_failures(done.failures, len(done.parts) + len(done.failures))
         return
-    make_parent_folder(output)
-    done = convert_trace_file(trace_path, output, format_name, in_memory=in_memory)
     how = "streamed" if done.streamed else "read whole"
     Console(highlight=False).print(
         f"{output}: {done.events:,} events, {done.tracks} tracks, {done.flows} flows ({how})",
