@@ -94,7 +94,9 @@ def demo(
     console.rule(f"[bold]4/4 hottest ops[/] (level {levels[0]})")
     view = run.top_view(levels[0], limit=top)
     console.print(
-        hotspot_rich_table(view.table, view.profiled, script=view.script, title=view.script)
+        hotspot_rich_table(
+            view.table, view.profiled, script=view.script, title=view.script, width=console.width
+        )
     )
 
     console.rule("[bold]outputs[/]")

@@ -73,13 +73,15 @@ def top(
         peaks=machine,
         stat=ranking,
     )
-    Console(highlight=False).print(
+    console = Console(highlight=False)
+    console.print(
         hotspot_rich_table(
             view.table,
             view.profiled,
             script=view.script,
             title=top_title(view, bundle.manifest()),
             roofline=view.roofline,
+            width=console.width,
         )
     )
     notes = step_notes(view.table)

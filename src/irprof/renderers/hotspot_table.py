@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from collections.abc import Sequence
 
 from rich.console import Console
 from rich.table import Table
@@ -15,9 +16,11 @@ from irprof.analyses.step_stats import OUTLIER_FLOOR_NS, OUTLIER_MADS, UNSTABLE_
 from irprof.analyses.top_view import TopView
 from irprof.bundle import Manifest
 from irprof.renderers.coverage_table import capture_overhead_text
+from irprof.renderers.fit import FitColumn, fit_table
 from irprof.renderers.units import format_ns, format_share, shorten
 
 _KEY_TITLE = {"op": "op (runtime name)", "type": "op kind", "scope": "name scope"}
+WIDE = 160  # the width of a table printed to a file, where no terminal decides it
 
 
 def editor_location(profiled: ProfiledModule, op_index: int, script: str) -> str:
@@ -58,61 +61,92 @@ def hotspot_rich_table(
     script: str = "",
     title: str = "",
     roofline: Roofline | None = None,
+    width: int = WIDE,
 ) -> Table:
-    """A rich Table of hotspot rows (with the roofline's columns when given); untrusted names
-    are plain Text, never markup."""
-    rich_table = Table(title=title or None, title_justify="left", expand=False)
-    rich_table.add_column("#", justify="right", style="dim")
-    rich_table.add_column(_KEY_TITLE[table.by], overflow="fold")
+    """A rich Table of hotspot rows (with the roofline's columns when given) that fits `width`
+    with one line per row (`renderers/fit.py`); untrusted names are plain Text, never markup."""
+    rows = table.rows
+    spread = any(row.steps for row in rows)
+    kinds = [row.op_name for row in rows]
+    dialect = shared_dialect(kinds) if table.by != "type" else ""
+    columns = [
+        FitColumn("#", [str(rank) for rank in range(1, len(rows) + 1)], justify="right"),
+        FitColumn(_KEY_TITLE[table.by], [row.key for row in rows], shrink="head", min_width=32),
+    ]
     if table.by != "type":
-        rich_table.add_column("kind")
-    spread = any(row.steps for row in table.rows)
+        title_kind = f"kind ({dialect}.)" if dialect else "kind"
+        cells = [without_dialect(kind, dialect) for kind in kinds]
+        columns.append(FitColumn(title_kind, cells, priority=4, shrink="tail", min_width=10))
+    # `~`: the time is an estimated share of an event several ops ran, not a measurement.
+    figures = [
+        ("~" if row.estimated_ns else "") + format_ns(row.stat_ns or row.total_ns) for row in rows
+    ]
     # The sum stays out of a ranked table (it is `--stat sum`'s column and the caption's total).
-    rich_table.add_column(stat_column_title(table), justify="right")
+    columns.append(FitColumn(stat_column_title(table), figures, justify="right"))
+    columns.append(FitColumn("share", [format_share(row.share) for row in rows], justify="right"))
+    columns.append(FitColumn("count", [str(row.count) for row in rows], 6, "right"))
     # With per-step samples the spread of the steps replaces the mean per event (still in
     # `to_arrow()`): a stall shows as a max far above the median.
-    for column in ("share", "count", "step min/med/max" if spread else "mean"):
-        rich_table.add_column(column, justify="right")
+    if spread:
+        spreads = [spread_text(row) for row in rows]
+        bold = ["bold" if row.unstable else "" for row in rows]
+        columns.append(FitColumn("step min/med/max", spreads, 3, "right", cell_styles=bold))
+    else:
+        columns.append(FitColumn("mean", [format_ns(row.mean_ns) for row in rows], 5, "right"))
     if table.by != "op":
-        rich_table.add_column("ops", justify="right")
-    for column in ROOFLINE_COLUMNS if roofline is not None else ():
-        rich_table.add_column(column, justify="right")
-    # Locations fold instead of being cut: an editor needs the whole `file:line:col`.
-    rich_table.add_column(
-        "location (hottest op)" if table.by != "op" else "location", overflow="fold"
+        columns.append(FitColumn("ops", [str(row.ops) for row in rows], 6, "right"))
+    if roofline is not None:
+        cells_by_row = [roofline_cells(point) for point in roofline.points[: len(rows)]]
+        for index, name in enumerate(ROOFLINE_COLUMNS):
+            values = [cells[index].plain for cells in cells_by_row]
+            columns.append(FitColumn(name, values, 2, "right"))
+    locations = [editor_location(profiled, row.op_index, script) for row in rows]
+    location_title = "location (hottest op)" if table.by != "op" else "location"
+    # Narrowest: `…/file.py:line:col`, the part an editor opens (the folders go first).
+    file_width = max((len(location.rsplit("/", 1)[-1]) + 2 for location in locations), default=14)
+    columns.append(
+        FitColumn(
+            location_title,
+            locations,
+            priority=1,
+            shrink="head",
+            min_width=min(file_width, 32),
+            style="cyan",
+        )
     )
-    for rank, row in enumerate(table.rows, start=1):
-        cells: list[Text] = [Text(str(rank)), Text(shorten(row.key, 70))]
-        if table.by != "type":
-            cells.append(Text(shorten(row.op_name, 40)))
-        # `~`: the time is an estimated share of an event several ops ran, not a measurement.
-        mark = "~" if row.estimated_ns else ""
-        cells.append(Text(mark + format_ns(row.stat_ns or row.total_ns)))
-        cells += [Text(format_share(row.share)), Text(str(row.count))]
-        if spread:
-            cells.append(Text(spread_text(row), style="bold" if row.unstable else ""))
-        else:
-            cells.append(Text(format_ns(row.mean_ns)))
-        if table.by != "op":
-            cells.append(Text(str(row.ops)))
-        if roofline is not None:
-            cells += roofline_cells(roofline.points[rank - 1])
-        cells.append(Text(editor_location(profiled, row.op_index, script), style="cyan"))
-        rich_table.add_row(*cells)
-    rich_table.caption = (
-        f"{len(table.rows)} rows · {format_ns(table.total_ns)} attributed"
+    caption = (
+        f"{len(rows)} rows · {format_ns(table.total_ns)} attributed"
         f" of {format_ns(table.profiled_ns)} profiled (sums) · ranked by {table.stat_label}"
         + (f" ({table.stat_note})" if table.stat_note else "")
     )
-    if any(row.unstable for row in table.rows):
-        rich_table.caption += f" · ! unstable: slowest step > {UNSTABLE_RATIO:g}x the median step"
-    if any(row.estimated_ns for row in table.rows):
-        rich_table.caption += " · ~ estimated share of a fused or decomposed event"
-    if any(row.group for row in table.rows):
-        rich_table.caption += " · `+N ops`: one event group, measured (--expand-groups)"
+    if any(row.unstable for row in rows):
+        caption += f" · ! unstable: slowest step > {UNSTABLE_RATIO:g}x the median step"
+    if any(row.estimated_ns for row in rows):
+        caption += " · ~ estimated share of a fused or decomposed event"
+    if any(row.group for row in rows):
+        caption += " · `+N ops`: one event group, measured (--expand-groups)"
     if roofline is not None:
-        rich_table.caption += "\n" + roofline_caption(roofline)
-    return rich_table
+        caption += "\n" + roofline_caption(roofline)
+    return fit_table(columns, width, title=title or None, caption=caption)
+
+
+def shared_dialect(kinds: Sequence[str]) -> str:
+    """The dialect every op kind of the table shares (`tf` of `tf.Conv2D, tf.Relu`), or ""."""
+    dialects = {
+        part.strip().split(".", 1)[0] if "." in part else ""
+        for kind in kinds
+        for part in kind.split(",")
+        if part.strip()
+    }
+    return next(iter(dialects)) if len(dialects) == 1 else ""
+
+
+def without_dialect(kind: str, dialect: str) -> str:
+    """`tf.Conv2D, tf.Relu` -> `Conv2D, Relu` when the column title names the dialect."""
+    if not dialect:
+        return kind
+    prefix = dialect + "."
+    return ", ".join(part.strip().removeprefix(prefix) for part in kind.split(","))
 
 
 def stat_column_title(table: HotspotTable) -> str:
@@ -170,7 +204,7 @@ def roofline_caption(roofline: Roofline) -> str:
     return text
 
 
-def render_text(table: Table, *, width: int = 160) -> str:
+def render_text(table: Table, *, width: int = WIDE) -> str:
     """Plain text of a rich table (for files, demos and tests)."""
     console = Console(file=io.StringIO(), width=width, color_system=None, highlight=False)
     console.print(table)
