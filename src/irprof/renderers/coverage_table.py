@@ -15,8 +15,9 @@ OVERHEAD_FIELDS = ("no_profiler_ns", "profiler_ns", "irprof_ns")
 PHASES = ("forward", "backward", "optimizer")
 
 
-def _ms(ns: int) -> str:
-    return f"{ns / 1e6:,.3f} ms"
+def _exact(ns: int) -> str:
+    """A conserved figure: scaled for reading, then to the nanosecond."""
+    return f"{format_ns(ns)} ({ns:,} ns)"
 
 
 def _positive_int(value: Any) -> bool:
@@ -74,10 +75,10 @@ def _phase_table(training: Any) -> Table | None:
         if isinstance(buckets, list) and phase in buckets:
             shown = "own bucket, no IR op"
         elif isinstance(given, int) and not isinstance(given, bool):
-            shown = _ms(given)
+            shown = format_ns(given)
         else:
             shown = "-"
-        table.add_row(phase, _ms(spent), shown)
+        table.add_row(phase, format_ns(spent), shown)
     return table
 
 
@@ -86,8 +87,8 @@ def coverage_report(coverage: Coverage) -> Group:
     figures = Table(title=f"coverage of level '{coverage.level}'", show_header=False)
     figures.add_column("measure")
     figures.add_column("value", justify="right")
-    figures.add_row("profiled op time", _ms(coverage.profiled_ns))
-    figures.add_row("attributed to ops", _ms(coverage.attributed_ns))
+    figures.add_row("profiled op time", _exact(coverage.profiled_ns))
+    figures.add_row("attributed to ops", _exact(coverage.attributed_ns))
     figures.add_row("time coverage", f"{coverage.time_coverage:.1%}")
     figures.add_row("ops (total)", str(coverage.ops_total))
     figures.add_row("ops (non-trivial, executed)", str(coverage.ops_nontrivial))
@@ -108,7 +109,7 @@ def coverage_report(coverage: Coverage) -> Group:
         for column in ("event", "time", "count", "reason"):
             events.add_column(column, justify="right" if column in ("time", "count") else "left")
         for event in coverage.unmatched_events[:10]:
-            events.add_row(event.name, _ms(event.total_ns), str(event.count), event.reason)
+            events.add_row(event.name, format_ns(event.total_ns), str(event.count), event.reason)
         parts.append(events)
     if coverage.unmatched_ops:
         ops = Table(title="unmatched non-trivial ops")
