@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from irprof.analyses.machine_peaks import resolve_peaks
 from irprof.api import capture_model
 from irprof.bundle import RunBundle
 from irprof.coverage import Coverage
@@ -89,7 +90,8 @@ def demo(
     save_dag_json(event_dag, run.dag_path)
     dag_svg = run.root / "dag.svg"
     write_bytes_atomic(dag_svg, DagSvgRenderer(max_nodes=DAG_SVG_NODES).render(event_dag))
-    run.report()
+    # The roofline's roofs, as `irprof report` draws them: this machine's peaks (cached).
+    run.report(peaks=resolve_peaks(None, None, None))
 
     console.rule(f"[bold]4/4 hottest ops[/] (level {levels[0]})")
     view = run.top_view(levels[0], limit=top)
