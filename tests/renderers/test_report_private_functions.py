@@ -107,3 +107,16 @@ def test_transformer_function_called_twice_says_so(
             assert op["call_sites"] == 2
     unnamed = [row for row in level["unannotated"] if BARE.match(row["name"] or "x/y")]
     assert not unnamed, unnamed
+
+
+def test_event_dag_starts_are_offsets_from_the_traces_first_event(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    from irprof.readers import read_trace
+
+    bundle = annotated_jax_copy(tmp_path_factory, "mlp_run")
+    payload = report_payload(build_report_data(bundle))
+    starts = [node["ts_ns"] for node in payload["event_dag"]["nodes"].values()]
+    trace = read_trace(bundle.primary_trace_path)
+    span = int(trace.end_ns.max() - trace.ts_ns.min())
+    assert starts and min(starts) >= 0 and max(starts) <= span  # not epoch nanoseconds

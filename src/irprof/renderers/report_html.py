@@ -228,6 +228,8 @@ def _event_dag(dag: EventDag, note: str) -> dict[str, Any]:
     """The DAG's SVG (its longest events) and the data of the drawn nodes."""
     renderer = DagSvgRenderer(max_nodes=DAG_NODES)
     order = np.lexsort((np.arange(len(dag)), -dag.dur_ns))[:DAG_NODES]
+    # Starts from the trace's first event: epoch nanoseconds read as "1795502954 s".
+    origin = int(dag.ts_ns.min()) if len(dag) else 0
     nodes = {
         f"n{node}": {
             "id": f"n{node}",
@@ -237,7 +239,7 @@ def _event_dag(dag: EventDag, note: str) -> dict[str, Any]:
             "location": dag.track_labels[int(dag.track[node])],
             "scope": dag.track_labels[int(dag.track[node])],
             "total_ns": int(dag.dur_ns[node]),
-            "ts_ns": int(dag.ts_ns[node]),
+            "ts_ns": int(dag.ts_ns[node]) - origin,
             "share": None,
             "ops": 0,
             "op_index": None,

@@ -371,14 +371,14 @@
           var n = ed.nodes[id];
           details.textContent = "";
           details.appendChild(el("h3", { text: n.label }));
-          details.appendChild(kv([["track", n.location], ["start", fmtNs(n.ts_ns)], ["duration", fmtNs(n.total_ns)], ["depth", n.detail]]));
+          details.appendChild(kv([["track", n.location], ["start (from the trace's first event)", fmtNs(n.ts_ns)], ["duration", fmtNs(n.total_ns)], ["depth", n.detail]]));
         });
       }, 0);
       var rows = Object.keys(ed.nodes).map(function (k) { var n = ed.nodes[k]; return { id: k, name: n.label, track: n.location, ts: n.ts_ns, dur: n.total_ns }; });
       parts.push(el("h2", { text: "Longest events" }));
       parts.push(dataTable([
         { key: "name", title: "event", cls: "mono" }, { key: "track", title: "track", cls: "mono" },
-        { key: "ts", title: "start", num: true, fmt: function (r) { return fmtNs(r.ts); }, sortKey: function (r) { return r.ts; } },
+        { key: "ts", title: "start (from the trace's first event)", num: true, fmt: function (r) { return fmtNs(r.ts); }, sortKey: function (r) { return r.ts; } },
         { key: "dur", title: "duration", num: true, fmt: function (r) { return fmtNs(r.dur); }, sortKey: function (r) { return r.dur; } },
       ], rows, { sortKey: "dur" }));
       return parts;
