@@ -67,7 +67,7 @@ def diff(
         mlir_bytes = DiffMlirRenderer().render(DiffIR(result, str(path)))
     json_bytes = orjson.dumps(result.to_json(), option=orjson.OPT_INDENT_2) if json_out else None
     console = Console(highlight=False)
-    console.print(diff_renderables(result, limit))
+    console.print(diff_renderables(result, limit, console.width))
     err = Console(highlight=False, stderr=True)
     if json_out is not None and json_bytes is not None:
         write_bytes_atomic(json_out, json_bytes)

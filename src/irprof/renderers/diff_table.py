@@ -10,6 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from irprof.analyses.run_diff import DiffRow, RunDiff
+from irprof.renderers.fit import FitColumn, fit_table
 from irprof.renderers.units import format_ns, shorten
 
 
@@ -39,36 +40,49 @@ def _interval(row: DiffRow) -> Text:
     return Text(text, style="red" if low > 0 else "green")
 
 
-def _table(title: str, rows: tuple[DiffRow, ...], *, ops: bool, limit: int) -> Table:
-    table = Table(title=title, title_justify="left", expand=False)
-    table.add_column("#", justify="right", style="dim")
-    table.add_column("op (runtime name)" if ops else "key", overflow="fold", min_width=30)
+def _interval_style(row: DiffRow) -> str:
+    if row.interval is None or not row.significant:
+        return "dim"
+    return "red" if row.interval[0] > 0 else "green"
+
+
+def _table(title: str, rows: tuple[DiffRow, ...], *, ops: bool, limit: int, width: int) -> Table:
+    """One ranked table that fits `width`: the delta first, then what explains it."""
+    shown = rows[:limit]
+    delta_styles = [
+        "" if not row.significant else ("red" if row.delta_ns > 0 else "green") for row in shown
+    ]
+    columns = [
+        FitColumn("#", [str(rank) for rank in range(1, len(shown) + 1)], justify="right"),
+        FitColumn(
+            "op (runtime name)" if ops else "key",
+            [row.key for row in shown],
+            shrink="head",
+            min_width=24,
+        ),
+    ]
     if ops:
-        table.add_column("kind", max_width=24, overflow="ellipsis", no_wrap=True)
-        table.add_column("match", style="dim", no_wrap=True)
-    for column in ("A / step", "B / step", "delta", "delta %"):
-        table.add_column(column, justify="right")
-    table.add_column("interval of delta", justify="right")
+        columns.append(FitColumn("kind", [row.kind for row in shown], 5, "left", "tail", 10))
+        columns.append(FitColumn("match", [row.match for row in shown], 6, style="dim"))
+    columns += [
+        FitColumn("A / step", [_ns(row.a_ns) for row in shown], 2, "right"),
+        FitColumn("B / step", [_ns(row.b_ns) for row in shown], 2, "right"),
+        FitColumn("delta", [_signed(row.delta_ns) for row in shown], justify="right",
+                  cell_styles=delta_styles),
+        FitColumn("delta %", [_pct(row) for row in shown], justify="right",
+                  cell_styles=delta_styles),
+        FitColumn("interval of delta", [_interval(row).plain for row in shown], 1, "right",
+                  cell_styles=[_interval_style(row) for row in shown]),
+    ]  # fmt: skip
     if ops:
-        table.add_column("location", overflow="fold", style="cyan")
-    for rank, row in enumerate(rows[:limit], start=1):
-        delta_style = "" if not row.significant else ("red" if row.delta_ns > 0 else "green")
-        cells: list[Text] = [Text(str(rank)), Text(shorten(row.key, 60))]
-        if ops:
-            cells += [Text(shorten(row.kind, 32)), Text(row.match)]
-        cells += [
-            Text(_ns(row.a_ns)),
-            Text(_ns(row.b_ns)),
-            Text(_signed(row.delta_ns), style=delta_style),
-            Text(_pct(row), style=delta_style),
-            _interval(row),
-        ]
-        if ops:
-            cells.append(Text(row.location))
-        table.add_row(*cells)
-    if len(rows) > limit:
-        table.caption = f"{len(rows) - limit} more rows (--limit, or --json for all)"
-    return table
+        columns.append(
+            FitColumn("location", [row.location for row in shown], 3, "left", "head", 16,
+                      style="cyan")
+        )  # fmt: skip
+    caption = (
+        f"{len(rows) - limit} more rows (--limit, or --json for all)" if len(rows) > limit else ""
+    )
+    return fit_table(columns, width, title=title, caption=caption)
 
 
 def _fusion_table(diff: RunDiff) -> Table:
@@ -87,8 +101,8 @@ def _fusion_table(diff: RunDiff) -> Table:
     return table
 
 
-def diff_renderables(diff: RunDiff, limit: int = 20) -> Group:
-    """The rich renderables of a diff, in reading order."""
+def diff_renderables(diff: RunDiff, limit: int = 20, width: int = 160) -> Group:
+    """The rich renderables of a diff, in reading order, its tables fitting `width`."""
     confidence = f"{diff.options.confidence:.0%}"
     header = Text()
     header.append(f"A: {diff.run_a} (level {diff.level_a}, {diff.steps_a} steps, ")
@@ -104,9 +118,9 @@ def diff_renderables(diff: RunDiff, limit: int = 20) -> Group:
     header.append_text(_interval(total))
     header.append(f"; times are per step, intervals {confidence} bootstrap")
     parts: list[Table | Text] = [header]
-    parts.append(_table("ops by |delta|", diff.ops, ops=True, limit=limit))
-    parts.append(_table("name scopes by |delta|", diff.scopes, ops=False, limit=limit))
-    parts.append(_table("op kinds by |delta|", diff.kinds, ops=False, limit=limit))
+    parts.append(_table("ops by |delta|", diff.ops, ops=True, limit=limit, width=width))
+    parts.append(_table("name scopes by |delta|", diff.scopes, ops=False, limit=limit, width=width))
+    parts.append(_table("op kinds by |delta|", diff.kinds, ops=False, limit=limit, width=width))
     if diff.fusion:
         parts.append(_fusion_table(diff))
     else:
@@ -128,7 +142,7 @@ class DiffTableRenderer:
         """Plain text of the tables."""
         buffer = io.StringIO()
         console = Console(file=buffer, width=self.width, highlight=False, color_system=None)
-        console.print(diff_renderables(data, self.limit))
+        console.print(diff_renderables(data, self.limit, self.width))
         return buffer.getvalue().encode("utf-8")
 
 
