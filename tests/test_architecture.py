@@ -20,17 +20,22 @@ PACKAGE = ROOT / "src" / "irprof"
 ARCHITECTURE = ROOT / "docs" / "architecture.md"
 
 
-def documented_layers() -> dict[str, int]:
-    """Unit -> rank (0 = top) from the ```layers block of docs/architecture.md."""
+def documented_block(name: str) -> dict[str, int]:
+    """Word -> line number (0 = top) in the ```<name> block of docs/architecture.md."""
     text = ARCHITECTURE.read_text(encoding="utf-8")
-    found = re.search(r"```layers\n(.*?)```", text, re.S)
-    assert found, f"{ARCHITECTURE}: no ```layers block"
+    found = re.search(rf"```{name}\n(.*?)```", text, re.S)
+    assert found, f"{ARCHITECTURE}: no ```{name} block"
     ranks: dict[str, int] = {}
     for rank, line in enumerate(found.group(1).split("\n")):
-        for unit in line.split():
-            assert unit not in ranks, f"{unit} listed twice in {ARCHITECTURE}"
-            ranks[unit] = rank
+        for word in line.split():
+            assert word not in ranks, f"{word} listed twice in {ARCHITECTURE}"
+            ranks[word] = rank
     return ranks
+
+
+def documented_layers() -> dict[str, int]:
+    """Unit -> rank (0 = top) from the ```layers block."""
+    return documented_block("layers")
 
 
 def unit_of(module: str) -> str:
@@ -97,15 +102,7 @@ def test_the_layer_check_catches_upward_and_sideways_imports() -> None:
 
 def framework_sides() -> dict[str, int]:
     """Framework module name -> side rank (0 = top) from the ```framework-sides block."""
-    text = ARCHITECTURE.read_text(encoding="utf-8")
-    found = re.search(r"```framework-sides\n(.*?)```", text, re.S)
-    assert found, f"{ARCHITECTURE}: no ```framework-sides block"
-    sides: dict[str, int] = {}
-    for rank, line in enumerate(found.group(1).split("\n")):
-        for name in line.split():
-            assert name not in sides, f"{name} listed twice in {ARCHITECTURE}"
-            sides[name] = rank
-    return sides
+    return documented_block("framework-sides")
 
 
 def framework_part(module: str) -> tuple[str, str] | None:

@@ -53,26 +53,6 @@ if TYPE_CHECKING:
 
 __version__ = "0.1.0"
 
-# `capture_model`, not `capture`: importing the `irprof.capture` package would shadow a function.
-_API = frozenset(
-    {
-        "Run",
-        "annotate",
-        "capture_model",
-        "convert_trace",
-        "mlgo_dataset",
-        "op_graph",
-        "open_dataset",
-        "open_run",
-        "open_sql",
-        "opt",
-        "read_trace",
-        "report",
-        "summarize_trace",
-        "trace_dag",
-    }
-)
-
 
 def __getattr__(name: str) -> Any:
     if name in _API:
@@ -107,3 +87,7 @@ __all__ = [
     "summarize_trace",
     "trace_dag",
 ]
+
+# The API's names are imported on first use (`capture_model`, not `capture`: importing the
+# `irprof.capture` package would shadow a function); the rest of `__all__` is defined above.
+_API = frozenset(name for name in __all__ if name not in globals())
