@@ -7,15 +7,15 @@ from typing import cast
 
 import typer
 
+from irprof.cli.typer_app import command_group
 from irprof.frameworks import get_all_frameworks
 from irprof.registry import load_reference
 
 
 def register(app: typer.Typer) -> None:
     """Add the `capture` command group with each framework's subcommand."""
-    capture_app = typer.Typer(
-        help="Run a model script under its framework's profiler and write a run bundle.",
-        no_args_is_help=True,
+    capture_app = command_group(
+        "Run a model script under its framework's profiler and write a run bundle."
     )
     frameworks = get_all_frameworks()
     for name in frameworks.in_order():

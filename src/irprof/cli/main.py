@@ -13,9 +13,10 @@ import typer
 from rich.console import Console
 
 from irprof import __version__
+from irprof.cli.typer_app import command_group
 from irprof.errors import IrprofError
 
-# Each module defines `register(app: typer.Typer) -> None`; order is the order in --help.
+# Each module defines `register(app: typer.Typer) -> None` (--help lists them in loop order).
 COMMAND_MODULES = (
     "irprof.cli.capture_cmd",
     "irprof.cli.annotate_cmd",
@@ -35,13 +36,9 @@ COMMAND_MODULES = (
 
 def build_app() -> typer.Typer:
     """The Typer application with every command registered."""
-    app = typer.Typer(
-        name="irprof",
-        help="Join ML profiler traces to the MLIR ops that produced them; annotate; report.",
-        no_args_is_help=True,
-        add_completion=False,
-        pretty_exceptions_enable=False,
-        context_settings={"help_option_names": ["-h", "--help"]},
+    app = command_group(
+        "Join ML profiler traces to the MLIR ops that produced them; annotate; report.",
+        ordered=True,
     )
 
     @app.callback(invoke_without_command=True)

@@ -33,6 +33,7 @@ from irprof.analyses.rank_dataset import (
 )
 from irprof.analyses.ranks import DEFAULT_STRAGGLER_THRESHOLD, check_threshold, rank_trace_files
 from irprof.cli.outputs import check_outputs
+from irprof.cli.typer_app import command_group
 from irprof.errors import IrprofError, UsageError
 from irprof.readers import get_all_readers
 from irprof.renderers.trace_summary_tables import rank_table, summary_tables
@@ -256,9 +257,8 @@ def summary(
 
 def register(app: typer.Typer) -> None:
     """Add the `trace` command group."""
-    trace_app = typer.Typer(
-        help="Read profiler traces: convert to events.json/Parquet/rank datasets, summarize.",
-        no_args_is_help=True,
+    trace_app = command_group(
+        "Read profiler traces: convert to events.json/Parquet/rank datasets, summarize."
     )
     trace_app.command("convert", no_args_is_help=True)(convert)
     trace_app.command("summary", no_args_is_help=True)(summary)
