@@ -4,8 +4,8 @@ rewrapped to the terminal's width, commands listed in the order of the loop they
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
-import click
 import typer
 from typer.core import TyperGroup
 
@@ -30,7 +30,7 @@ COMMAND_ORDER = (
 class LoopOrderGroup(TyperGroup):
     """A command group listing its commands in `COMMAND_ORDER` (others after, in their order)."""
 
-    def list_commands(self, ctx: click.Context) -> list[str]:
+    def list_commands(self, ctx: Any) -> list[str]:  # typer's own vendored click.Context
         names: Sequence[str] = super().list_commands(ctx)
         rank = {name: index for index, name in enumerate(COMMAND_ORDER)}
         return sorted(names, key=lambda name: rank.get(name, len(rank)))
