@@ -72,6 +72,8 @@ def test_a_wide_terminal_shows_everything_whole() -> None:
         ("a/b/c/op", 8, "head", "a/b/c/op"),  # fits: unchanged
         ("a/b/c/op", 5, "head", "…c/op"),
         ("Conv2D, BiasAdd", 9, "tail", "Conv2D, …"),
+        ("ampere_sgemm_128x64_nn", 9, "middle", "ampe…4_nn"),  # head and tail of a kernel
+        ("ampere_sgemm_128x64_nn", 10, "middle", "amper…4_nn"),
         ("x", 0, "head", ""),
     ],
 )

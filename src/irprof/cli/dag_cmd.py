@@ -115,7 +115,7 @@ def dag(
     for note in event_dag.notes:
         console.print(f"[yellow]note:[/] {note}")
     if path is not None:
-        console.print(critical_path_table(path))
+        console.print(critical_path_table(path, width=console.width))
 
 
 def register(app: typer.Typer) -> None:

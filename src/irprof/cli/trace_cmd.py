@@ -249,7 +249,7 @@ def summary(
         raise_failures(fresh, len(ranks.ranks) + len(fresh))
         return
     result = api.summarize_trace(trace_path, top=limit, format=format_name)
-    for table in summary_tables(result):
+    for table in summary_tables(result, console.width):
         console.print(table)
     for warning in result.warnings:
         console.print(Text.assemble(("warning: ", "yellow"), warning))

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from rich.table import Table
-from rich.text import Text
 
 from irprof.analyses.critical_path import CriticalPath
-from irprof.renderers.units import format_ns, shorten
+from irprof.renderers.fit import FitColumn, fit_table
+from irprof.renderers.hotspot_table import WIDE
+from irprof.renderers.units import format_ns
 
 
 def critical_path_title(path: CriticalPath) -> str:
@@ -19,32 +20,34 @@ def critical_path_title(path: CriticalPath) -> str:
     )
 
 
-def critical_path_table(path: CriticalPath, limit: int = 40) -> Table:
-    """Rows in path order; events adding no work (pure links) are counted, not listed."""
-    table = Table(title=critical_path_title(path), title_justify="left", expand=False)
-    table.add_column("#", justify="right", style="dim")
-    table.add_column("event", overflow="fold")
-    table.add_column("track", overflow="fold", style="dim")
-    table.add_column("start", justify="right")
-    table.add_column("duration", justify="right")
-    table.add_column("work on path", justify="right")
-    table.add_column("IR ops", overflow="fold", style="cyan")
+def critical_path_table(path: CriticalPath, limit: int = 40, width: int = WIDE) -> Table:
+    """Rows in path order, one line each; events adding no work (pure links) are counted, not
+    listed."""
     working = [event for event in path.events if event.self_ns > 0]
     heaviest = sorted(working, key=lambda event: -event.self_ns)[:limit]
     chosen = {event.node for event in heaviest}
-    for rank, event in enumerate(path.events, start=1):
-        if event.node not in chosen:
-            continue
-        table.add_row(
-            Text(str(rank)),
-            Text(shorten(event.name, 60)),
-            Text(shorten(event.track, 40)),
-            Text("+" + format_ns(event.ts_ns - path.start_ns)),
-            Text(format_ns(event.dur_ns)),
-            Text(format_ns(event.self_ns)),
-            Text("\n".join(event.ops) or "-"),
-        )
+    rows = [(rank, e) for rank, e in enumerate(path.events, start=1) if e.node in chosen]
+    columns = [
+        FitColumn("#", [str(rank) for rank, _ in rows], justify="right", style="dim"),
+        FitColumn("event", [e.name for _, e in rows], shrink="middle", min_width=20),
+        FitColumn("track", [e.track for _, e in rows], priority=3, shrink="head", style="dim"),
+        FitColumn(
+            "start",
+            ["+" + format_ns(e.ts_ns - path.start_ns) for _, e in rows],
+            priority=2,
+            justify="right",
+        ),
+        FitColumn("duration", [format_ns(e.dur_ns) for _, e in rows], priority=1, justify="right"),
+        FitColumn("work on path", [format_ns(e.self_ns) for _, e in rows], justify="right"),
+        FitColumn(
+            "IR ops",
+            [", ".join(e.ops) or "-" for _, e in rows],
+            priority=1,
+            shrink="tail",
+            min_width=12,
+            style="cyan",
+        ),
+    ]
     left = len(path.events) - len(chosen)
-    if left:
-        table.caption = f"{left} more events on the path add less work (or only link)"
-    return table
+    caption = f"{left} more events on the path add less work (or only link)" if left else ""
+    return fit_table(columns, width, title=critical_path_title(path), caption=caption)

@@ -15,7 +15,8 @@ from typing import Literal
 from rich.table import Table
 from rich.text import Text
 
-Shrink = Literal["head", "tail"]  # head: "…tail" (names, locations); tail: "head…" (lists)
+# head: "…tail" (scoped names, locations); tail: "head…" (lists); middle: "head…tail" (kernels)
+Shrink = Literal["head", "tail", "middle"]
 ELLIPSIS = "…"
 
 
@@ -46,6 +47,9 @@ def shorten_to(text: str, width: int, how: Shrink) -> str:
         return ELLIPSIS[:width]
     if how == "tail":
         return text[: width - 1] + ELLIPSIS
+    if how == "middle":
+        head = (width - 1 + 1) // 2
+        return text[:head] + ELLIPSIS + text[len(text) - (width - 1 - head) :]
     # `…_1/conv_1/convolution`, `…/tf_cnn.py:54:1`: the op's own name, the file and position.
     return ELLIPSIS + text[-(width - 1) :]
 

@@ -14,143 +14,179 @@ from rich.text import Text
 from irprof.analyses.device_waits import SHORT_KERNEL_NS, StreamWaits
 from irprof.analyses.ranks import RankTable
 from irprof.analyses.trace_summary import DeviceTime, NameTotals, TraceSummary
+from irprof.renderers.fit import FitColumn, fit_table, shorten_to
+from irprof.renderers.hotspot_table import WIDE
 from irprof.renderers.units import format_ns, format_share
 
 NAME_HEAD, NAME_TAIL = 90, 30
 
 
-def cell_name(name: str) -> Text:
-    """A name as plain text (never markup), its middle elided when long."""
+def _clip(name: str) -> str:
+    """A name cut to what a cell can show, its middle elided (a kernel signature can run to
+    megabytes; folding it is quadratic in rich)."""
     if len(name) > NAME_HEAD + NAME_TAIL + 1:
         name = name[:NAME_HEAD] + "…" + name[-NAME_TAIL:]
-    return Text(name)
+    return name
+
+
+def cell_name(name: str) -> Text:
+    """A name as plain text (never markup), its middle elided when long."""
+    return Text(_clip(name))
 
 
 def _share(part: int, whole: int) -> str:
     return format_share(part / whole if whole else None)
 
 
-def name_table(title: str, rows: tuple[NameTotals, ...], span_ns: int) -> Table:
+def _time(title: str, values: list[int], priority: int = 0) -> FitColumn:
+    return FitColumn(title, [format_ns(v) for v in values], priority=priority, justify="right")
+
+
+def _place(title: str, cells: list[str], priority: int = 0) -> FitColumn:
+    """A device, stream or track name: its end tells them apart (`stream 20`, `GPU 1`)."""
+    return FitColumn(title, cells, priority=priority, shrink="head", min_width=8)
+
+
+def name_table(title: str, rows: tuple[NameTotals, ...], span_ns: int, width: int = WIDE) -> Table:
     """Names with count, total, self and mean time."""
-    table = Table(title=title, title_justify="left")
-    table.add_column("name", overflow="fold", max_width=60)
-    table.add_column("kind")
-    for column in ("count", "total", "self", "mean", "self % span"):
-        table.add_column(column, justify="right")
-    for row in rows:
-        table.add_row(
-            cell_name(row.name),
-            row.kind,
-            f"{row.count:,}",
-            format_ns(row.total_ns),
-            format_ns(row.self_ns),
-            format_ns(row.mean_ns),
-            _share(row.self_ns, span_ns),
-        )
-    return table
+    columns = [
+        FitColumn("name", [_clip(row.name) for row in rows], shrink="middle", min_width=24),
+        FitColumn("kind", [row.kind for row in rows], priority=3, shrink="tail", min_width=7),
+        FitColumn("count", [f"{row.count:,}" for row in rows], priority=2, justify="right"),
+        _time("total", [row.total_ns for row in rows]),
+        _time("self", [row.self_ns for row in rows]),
+        _time("mean", [row.mean_ns for row in rows], priority=4),
+        FitColumn(
+            "self %", [_share(row.self_ns, span_ns) for row in rows], priority=1, justify="right"
+        ),
+    ]
+    return fit_table(columns, width, title=title, caption="self %: of the trace's span")
 
 
-def device_table(title: str, rows: tuple[DeviceTime, ...]) -> Table:
+def device_table(title: str, rows: tuple[DeviceTime, ...], width: int = WIDE) -> Table:
     """Compute, communication, memory and idle time per device or stream."""
-    table = Table(title=title, title_justify="left")
-    table.add_column("device")
+    columns = [_place("device", [row.device for row in rows])]
     if any(row.stream for row in rows):
-        table.add_column("stream")
-    for column in ("events", "window", "compute", "comm", "hidden", "memory", "idle", "idle %"):
-        table.add_column(column, justify="right")
-    for row in rows:
-        hidden = row.comm_hidden_fraction
-        stream = [cell_name(row.stream)] if row.stream else []
-        table.add_row(
-            cell_name(row.device),
-            *stream,
-            f"{row.events:,}",
-            format_ns(row.window_ns),
-            format_ns(row.compute_ns),
-            format_ns(row.communication_ns),
-            "-" if hidden is None else f"{hidden:.0%}",
-            format_ns(row.memory_ns),
-            format_ns(row.idle_ns),
-            _share(row.idle_ns, row.window_ns),
-        )
-    return table
+        columns.append(_place("stream", [row.stream for row in rows]))
+    hidden = [row.comm_hidden_fraction for row in rows]
+    columns += [
+        FitColumn("events", [f"{row.events:,}" for row in rows], priority=4, justify="right"),
+        _time("window", [row.window_ns for row in rows]),
+        _time("compute", [row.compute_ns for row in rows]),
+        _time("comm", [row.communication_ns for row in rows], priority=1),
+        FitColumn(
+            "hidden",
+            ["-" if share is None else f"{share:.0%}" for share in hidden],
+            priority=3,
+            justify="right",
+        ),
+        _time("memory", [row.memory_ns for row in rows], priority=2),
+        _time("idle", [row.idle_ns for row in rows]),
+        FitColumn("idle %", [_share(row.idle_ns, row.window_ns) for row in rows], justify="right"),
+    ]
+    caption = "hidden: communication under compute" if any(s is not None for s in hidden) else ""
+    return fit_table(columns, width, title=title, caption=caption)
 
 
-def exclusive_table(rows: tuple[DeviceTime, ...]) -> Table:
+def exclusive_table(rows: tuple[DeviceTime, ...], width: int = WIDE) -> Table:
     """Each device's window split into parts that add up to it (compute first, then
     communication, then memory, then idle)."""
-    table = Table(
+    parts = [row.exclusive_ns() for row in rows]
+    # (part, title, priority of its time, priority of its share of the window)
+    names = (("compute", "compute", 0, 2), ("communication", "comm only", 1, 4))
+    names += (("memory", "memory only", 1, 4), ("idle", "idle", 0, 1))
+    columns = [
+        _place("device", [row.device for row in rows]),
+        _time("window", [row.window_ns for row in rows]),
+    ]
+    columns += [_time(title, [p[name] for p in parts], prio) for name, title, prio, _ in names]
+    columns += [
+        FitColumn(
+            f"{title.split()[0]} %",
+            [_share(p[name], row.window_ns) for p, row in zip(parts, rows, strict=True)],
+            priority=share_priority,
+            justify="right",
+        )
+        for name, title, _, share_priority in names
+    ]
+    return fit_table(
+        columns,
+        width,
         title="Device time, exclusive (compute > comm > memory > idle; parts sum to the window)",
-        title_justify="left",
     )
-    table.add_column("device")
-    for column in ("window", "compute", "comm only", "memory only", "idle"):
-        table.add_column(column, justify="right")
-    for row in rows:
-        parts = row.exclusive_ns()
-        table.add_row(
-            cell_name(row.device),
-            format_ns(row.window_ns),
-            *(
-                f"{format_ns(parts[name])} ({_share(parts[name], row.window_ns)})"
-                for name in ("compute", "communication", "memory", "idle")
-            ),
-        )
-    return table
 
 
-def waits_table(rows: tuple[StreamWaits, ...]) -> Table:
+def waits_table(rows: tuple[StreamWaits, ...], width: int = WIDE) -> Table:
     """Each stream's idle time by what it waited for, with launch delays and short kernels."""
-    table = Table(
+
+    def delay(value: int | None) -> str:
+        return "-" if value is None else format_ns(value)
+
+    columns = [
+        _place("device", [row.device for row in rows]),
+        _place("stream", [row.stream for row in rows]),
+        _time("idle", [row.idle_ns for row in rows]),
+        _time("host wait", [row.host_wait_ns for row in rows]),
+        _time("kernel wait", [row.kernel_wait_ns for row in rows]),
+        _time("unexplained", [row.unexplained_ns for row in rows], priority=1),
+        FitColumn(
+            "launch p50",
+            [delay(row.launch_delay_median_ns) for row in rows],
+            priority=2,
+            justify="right",
+        ),
+        FitColumn(
+            "launch max",
+            [delay(row.launch_delay_max_ns) for row in rows],
+            priority=3,
+            justify="right",
+        ),
+        FitColumn(
+            f"< {format_ns(SHORT_KERNEL_NS)}",
+            [f"{row.short_events:,} of {row.events:,}" for row in rows],
+            priority=4,
+            justify="right",
+        ),
+    ]
+    return fit_table(
+        columns,
+        width,
         title="Idle time by cause (host wait: until the launch; kernel wait: launched, not run)",
-        title_justify="left",
+        caption="launch: delay from the launch call to the kernel's start",
     )
-    table.add_column("device")
-    table.add_column("stream")
-    for column in ("idle", "host wait", "kernel wait", "unexplained", "launch delay p50 / max"):
-        table.add_column(column, justify="right")
-    table.add_column(f"< {format_ns(SHORT_KERNEL_NS)}", justify="right")
-    for row in rows:
-        delay = (
-            "-"
-            if row.launch_delay_median_ns is None or row.launch_delay_max_ns is None
-            else f"{format_ns(row.launch_delay_median_ns)} / {format_ns(row.launch_delay_max_ns)}"
-        )
-        table.add_row(
-            cell_name(row.device),
-            cell_name(row.stream),
-            format_ns(row.idle_ns),
-            format_ns(row.host_wait_ns),
-            format_ns(row.kernel_wait_ns),
-            format_ns(row.unexplained_ns),
-            delay,
-            f"{row.short_events:,} of {row.events:,}",
-        )
-    return table
 
 
-def summary_tables(summary: TraceSummary) -> list[Table]:
+def summary_tables(summary: TraceSummary, width: int = WIDE) -> list[Table]:
     """Overview, device and stream time, top device work, top names by total and self time."""
-    overview = Table(title=Text(f"{summary.source} ({summary.format})"), title_justify="left")
-    for column in ("events", "tracks", "flows", "span"):
-        overview.add_column(column, justify="right")
-    overview.add_column("by kind")
-    overview.add_row(
-        f"{summary.events:,}",
-        str(summary.tracks),
-        f"{summary.flows:,}",
-        format_ns(summary.span_ns),
-        ", ".join(f"{kind} {count:,}" for kind, count in summary.events_by_kind.items()),
+    label = f" ({summary.format})"
+    title = shorten_to(summary.source, max(width - len(label), 16), "head") + label
+    overview = fit_table(
+        [
+            FitColumn("events", [f"{summary.events:,}"], justify="right"),
+            FitColumn("tracks", [str(summary.tracks)], priority=2, justify="right"),
+            FitColumn("flows", [f"{summary.flows:,}"], priority=1, justify="right"),
+            FitColumn("span", [format_ns(summary.span_ns)], justify="right"),
+            FitColumn(
+                "by kind",
+                [", ".join(f"{k} {n:,}" for k, n in summary.events_by_kind.items())],
+                shrink="tail",
+                min_width=16,
+            ),
+        ],
+        width,
+        title=title,
     )
     tables = [overview]
     if summary.devices:
-        tables.append(device_table("Device time", summary.devices))
-        tables.append(exclusive_table(summary.devices))
-        tables.append(device_table("Stream time", summary.streams))
-        tables.append(waits_table(summary.waits))
-        tables.append(name_table("Top device work", summary.top_device, summary.span_ns))
-    tables.append(name_table("Top names by total time", summary.top_by_total, summary.span_ns))
-    tables.append(name_table("Top names by self time", summary.top_by_self, summary.span_ns))
+        tables.append(device_table("Device time", summary.devices, width))
+        tables.append(exclusive_table(summary.devices, width))
+        tables.append(device_table("Stream time", summary.streams, width))
+        tables.append(waits_table(summary.waits, width))
+        tables.append(name_table("Top device work", summary.top_device, summary.span_ns, width))
+    tables.append(
+        name_table("Top names by total time", summary.top_by_total, summary.span_ns, width)
+    )
+    tables.append(name_table("Top names by self time", summary.top_by_self, summary.span_ns, width))
     return tables
 
 
