@@ -93,8 +93,8 @@ def exclusive_table(rows: tuple[DeviceTime, ...], width: int = WIDE) -> Table:
     communication, then memory, then idle)."""
     parts = [row.exclusive_ns() for row in rows]
     # (part, title, priority of its time, priority of its share of the window)
-    names = (("compute", "compute", 0, 2), ("communication", "comm only", 1, 4))
-    names += (("memory", "memory only", 1, 4), ("idle", "idle", 0, 1))
+    names = [("compute", "compute", 0, 2), ("communication", "comm only", 1, 4)]
+    names += [("memory", "memory only", 1, 4), ("idle", "idle", 0, 1)]
     columns = [
         _place("device", [row.device for row in rows]),
         _time("window", [row.window_ns for row in rows]),
