@@ -20,6 +20,7 @@ from irprof.frameworks import Framework, get_all_frameworks
 from irprof.mlir.apply_profile import annotate_module
 from irprof.mlir.load import print_module
 from irprof.mlir.profile_attrs import Layout
+from irprof.progress import stage
 
 
 @dataclass(frozen=True)
@@ -96,12 +97,15 @@ def annotate_bundle(
             [f"ir/{level}.mlir", *(name for _, name in manifest.path_fields())]
         )
     bundle.coverages()  # the record is merged into at the end: refuse a malformed one up front
-    result = framework.load_correlator().correlate(bundle, level, options or CorrelationOptions())
+    with stage(f"correlating level {level}"):
+        correlator = framework.load_correlator()
+        result = correlator.correlate(bundle, level, options or CorrelationOptions())
     coverage = result.coverage
     if not allow_low_coverage:
         check_coverage(coverage, str(bundle.root))
-    module = bundle.ir(level)
-    applied = annotate_module(module, result.opprofile, layout=attr, coverage=coverage)
+    with stage(f"annotating {bundle.ir_path(level).name}"):
+        module = bundle.ir(level)
+        applied = annotate_module(module, result.opprofile, layout=attr, coverage=coverage)
     if applied.unmatched_entries:
         coverage = dataclasses.replace(
             coverage,
@@ -113,15 +117,15 @@ def annotate_bundle(
         )
     # The three outputs are staged and committed together under the bundle's lock: a failure
     # (a full disk) leaves the bundle as it was, never annotated without its coverage record.
-    stage = OutputStage()
+    outputs = OutputStage()
     try:
         text = print_module(module, debug_info=True)
         bundle.forget_ir(level)  # the module carries the profile; `ir(level)` is the captured IR
-        write_text_atomic(stage.path(bundle.annotated_path(level)), text)
-        result.opprofile.save(stage.path(bundle.opprofile_level_path(level)))
-        bundle.record_coverage(coverage, stage)
+        write_text_atomic(outputs.path(bundle.annotated_path(level)), text)
+        result.opprofile.save(outputs.path(bundle.opprofile_level_path(level)))
+        bundle.record_coverage(coverage, outputs)
     finally:
-        stage.discard()
+        outputs.discard()
     return AnnotateOutcome(
         level=level,
         annotated_path=bundle.annotated_path(level),

@@ -183,15 +183,19 @@ class Run(RunBundle):
         if against is not None:
             other = _as_run(against)
             other.framework_name()
-        data = build_report_data(
-            self,
-            graph_options=OpGraphOptions(max_nodes=max_nodes),
-            peaks=peaks,
-            against=other,
-            stat=stat,
-        )
+        from irprof.progress import stage
+
+        with stage(f"building the report of {self.root.name}"):
+            data = build_report_data(
+                self,
+                graph_options=OpGraphOptions(max_nodes=max_nodes),
+                peaks=peaks,
+                against=other,
+                stat=stat,
+            )
         target = Path(out) if out is not None else self.report_path
-        write_bytes_atomic(target, RENDERER.render(data))
+        with stage(f"writing {target.name}"):
+            write_bytes_atomic(target, RENDERER.render(data))
         return target
 
     def diff(

@@ -34,6 +34,7 @@ from irprof.analyses.rank_cluster import Runner
 from irprof.analyses.ranks import RankTable, RankTime, rank_from_metadata, rank_table, rank_time
 from irprof.errors import IrprofError, UsageError
 from irprof.fileio import write_bytes_atomic
+from irprof.progress import stage
 from irprof.readers import SNIFF_BYTES, detect_formats, read_trace, resolve_trace_file
 from irprof.trace.io import load_parquet, save_events_json, save_parquet
 
@@ -87,13 +88,15 @@ def convert_trace_file(
 
     path = resolve_trace_file(source)
     if output.suffix == ".parquet" and not in_memory and _is_chrome(path, format):
-        done = stream_chrome_to_parquet(path, output)
+        with stage(f"streaming {path.name} to {output.name}"):
+            done = stream_chrome_to_parquet(path, output)
         return ConvertedTrace(
             str(source), str(output), done.events, done.tracks, done.flows,
             done.warnings, done.metadata, streamed=True,
         )  # fmt: skip
     trace = read_trace(path, format)
-    (save_parquet if output.suffix == ".parquet" else save_events_json)(trace, output)
+    with stage(f"writing {output.name}"):
+        (save_parquet if output.suffix == ".parquet" else save_events_json)(trace, output)
     return ConvertedTrace(
         str(source), str(output), len(trace), len(trace.tracks), len(trace.flows),
         trace.warnings, trace.metadata, streamed=False,

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from irprof.bundle import RunBundle
 from irprof.errors import CaptureError, IrprofError, UsageError
+from irprof.progress import stage
 
 # A runner reports an error it understood on one stderr line with this prefix.
 ERROR_PREFIX = "irprof-capture-error: "
@@ -57,15 +58,16 @@ def run_runner(
 ) -> None:
     """Run a capture child; raise CaptureError with its own message or the tail of its stderr."""
     try:
-        completed = subprocess.run(
-            list(command),
-            cwd=cwd,
-            env=dict(env) if env is not None else None,
-            capture_output=True,
-            text=True,
-            timeout=timeout_s,
-            check=False,
-        )
+        with stage(f"running {script.name} under the {framework} profiler"):
+            completed = subprocess.run(
+                list(command),
+                cwd=cwd,
+                env=dict(env) if env is not None else None,
+                capture_output=True,
+                text=True,
+                timeout=timeout_s,
+                check=False,
+            )
     except subprocess.TimeoutExpired as exc:
         raise CaptureError(
             f"{script}: {framework} capture did not finish within {timeout_s:.0f} s"

@@ -13,6 +13,7 @@ import typer
 from rich.console import Console
 
 from irprof import __version__
+from irprof.cli.progress_display import stage_spinner
 from irprof.cli.typer_app import command_group
 from irprof.errors import IrprofError
 
@@ -66,7 +67,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     app = build_app()
     try:
-        result = app(args=list(argv) if argv is not None else None, standalone_mode=False)
+        with stage_spinner(force=bool(os.environ.get("IRPROF_PROGRESS"))):
+            result = app(args=list(argv) if argv is not None else None, standalone_mode=False)
     except IrprofError as exc:
         err.print(f"[bold red]irprof: error:[/] {exc}", markup=True)
         return exc.exit_code

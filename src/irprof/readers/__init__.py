@@ -13,6 +13,7 @@ from typing import Protocol
 
 from irprof.errors import TraceFormatError, UsageError
 from irprof.fileio import MAX_DECOMPRESSED_BYTES, gunzip_if_gzip
+from irprof.progress import stage
 from irprof.registry import Registry
 from irprof.trace.model import Trace
 
@@ -42,12 +43,13 @@ class TraceReader(Protocol):
 
 
 # Registration order is the order `sniff` is tried in (irprof's own events.json before generic
-# Chrome JSON, since both are JSON objects).
+# Chrome JSON, since both are JSON objects; ONNX Runtime's profile, a Chrome trace, before it).
 _READERS: Registry[TraceReader] = Registry("trace format")
 _READERS.register("xplane", "irprof.readers.xplane:READER")
 _READERS.register("events", "irprof.readers.irprof_events:EVENTS_READER")
 _READERS.register("parquet", "irprof.readers.irprof_events:PARQUET_READER")
 _READERS.register("iree-profile", "irprof.readers.iree_profile:READER")
+_READERS.register("onnxruntime", "irprof.readers.onnxruntime:READER")
 _READERS.register("chrome", "irprof.readers.chrome.reader:READER")
 
 
@@ -126,11 +128,12 @@ def read_trace(
     """Read any supported trace file (gzip or not; a directory holding one) into a `Trace`;
     gzip data inflating past `max_bytes` is refused (the streamed `trace convert` reads it)."""
     source = resolve_trace_file(Path(path))
-    try:
-        raw = source.read_bytes()
-    except OSError as exc:
-        raise TraceFormatError(source, f"cannot read: {exc.strerror or exc}") from exc
-    return read_trace_bytes(source, raw, format, max_bytes=max_bytes)
+    with stage(f"reading {source.name}"):
+        try:
+            raw = source.read_bytes()
+        except OSError as exc:
+            raise TraceFormatError(source, f"cannot read: {exc.strerror or exc}") from exc
+        return read_trace_bytes(source, raw, format, max_bytes=max_bytes)
 
 
 def read_trace_bytes(
