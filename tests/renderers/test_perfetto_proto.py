@@ -86,7 +86,8 @@ def test_tf_export_has_a_track_per_level_flows_and_op_annotations(
     assert conv and all(note["kernel"].endswith("_MklNativeFusedConv2D") for note in conv)
     assert all(note["location"] and note["level"] == "tf" for note in conv)
     assert all(note["group_size"] == 3 for note in conv)
-    # Flows: each starts on a kernel slice and ends on exactly one IR slice.
+    # Flows: each op link starts on a kernel slice and ends on exactly one IR slice; the trace's
+    # own flows (not to or from a counter) are kept too, each once.
     starts: dict[int, int] = defaultdict(int)
     ends: dict[int, int] = defaultdict(int)
     for packet in trace.packet:
@@ -104,7 +105,14 @@ def test_tf_export_has_a_track_per_level_flows_and_op_annotations(
         for _, e in events
         if e.name in refs
     )
-    assert len(ends) == kernel_count
+    kinds = export.trace.kind
+    own_flows = sum(
+        1
+        for src, dst in zip(export.trace.flows.src, export.trace.flows.dst, strict=True)
+        if EventKind.COUNTER not in (kinds[src], kinds[dst])
+    )
+    assert own_flows > 0
+    assert len(ends) == kernel_count + own_flows
 
 
 def test_overlapping_events_on_one_track_go_to_overlap_tracks() -> None:

@@ -6,13 +6,17 @@ framework knowledge: an event maps to every op (at every annotated level) that l
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from irprof.analyses.annotated_level import load_annotated_level
 from irprof.analyses.profiled_ops import ProfiledModule
 from irprof.bundle import Manifest, RunBundle
 from irprof.errors import BundleError
+from irprof.opprofile import OpProfile, ProfileData
 from irprof.trace.model import Trace
+
+REATTACH = "reattach:"
 
 
 @dataclass(frozen=True)
@@ -36,6 +40,15 @@ class TraceExport:
     trace_path: str
     manifest: Manifest
     levels: tuple[tuple[str, ProfiledModule], ...]
+    # Origin (`torch#17`) -> the event names its op was measured by, for ops whose profile was
+    # carried down from another level (`reattach:torch#17`: linalg ops of one torch op).
+    origin_kernels: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def event_names(self, profile: ProfileData) -> tuple[str, ...]:
+        """The trace's event names behind an op's profile (through its origin when reattached)."""
+        if profile.source.startswith(REATTACH):
+            return self.origin_kernels.get(profile.source[len(REATTACH) :], ())
+        return profile.kernels
 
     def ops_by_event_name(self) -> dict[str, tuple[OpRef, ...]]:
         """Exact event name -> ops at every level that list it among their kernels."""
@@ -55,7 +68,7 @@ class TraceExport:
                     function=op.function,
                     runtime_name=op.runtime_name,
                 )
-                for kernel in op.profile.kernels:
+                for kernel in self.event_names(op.profile):
                     found.setdefault(kernel, []).append(ref)
         return {name: tuple(refs) for name, refs in found.items()}
 
@@ -75,4 +88,20 @@ def load_trace_export(bundle: RunBundle, level: str | None = None) -> TraceExpor
         trace_path=trace_path.relative_to(bundle.root).as_posix(),
         manifest=manifest,
         levels=tuple((item.level, item.profiled) for item in loaded),
+        origin_kernels=origin_kernels(bundle),
     )
+
+
+def origin_kernels(bundle: RunBundle) -> dict[str, tuple[str, ...]]:
+    """Origin -> event names, from every annotated level whose ops were measured directly."""
+    found: dict[str, tuple[str, ...]] = {}
+    for level in bundle.annotated_levels():
+        name = bundle.opprofile_level_path(level).name
+        if not bundle.opprofile_level_path(level).exists():
+            continue
+        profile = OpProfile.load(bundle.member(name, what=f"{level} profile"))
+        for entry in profile.entries:
+            data = entry.data
+            if entry.key.origin and data.kernels and not data.source.startswith(REATTACH):
+                found.setdefault(entry.key.origin, data.kernels)
+    return found

@@ -46,7 +46,17 @@ class _Writer:
         self.next_uuid += 1
         return self.next_uuid
 
-    def track(self, name: str, parent: int | None = None, counter: bool = False) -> int:
+    def track(
+        self,
+        name: str,
+        parent: int | None = None,
+        counter: bool = False,
+        *,
+        pid: int | None = None,
+        tid: int | None = None,
+    ) -> int:
+        """A new track; with `pid` (and `tid`) a process (thread) track carrying the trace's own
+        ids, which Perfetto shows as `name <pid>` and groups by."""
         uuid = self.uuid()
         packet = self.trace.packet.add()
         packet.trusted_packet_sequence_id = SEQUENCE_ID
@@ -57,6 +67,13 @@ class _Writer:
             descriptor.parent_uuid = parent
         if counter:
             descriptor.counter.SetInParent()
+        if pid is not None and tid is None:
+            descriptor.process.pid = pid
+            descriptor.process.process_name = name
+        elif pid is not None and tid is not None:
+            descriptor.thread.pid = pid
+            descriptor.thread.tid = tid
+            descriptor.thread.thread_name = name
         return uuid
 
     def event(self, ts: int, track: int) -> Any:
@@ -189,11 +206,24 @@ def perfetto_trace(export: TraceExport, pb: Any) -> bytes:
     for row in range(len(tracks)):
         pid = tracks.pid[row]
         if pid not in processes:
-            processes[pid] = writer.track(tracks.process[row] or f"pid {pid}")
+            processes[pid] = writer.track(
+                tracks.process[row] or f"pid {pid}", pid=pid if _fits(pid) else None
+            )
     lanes = [
-        _Lanes([writer.track(_thread_label(export, row), processes[tracks.pid[row]])], [[]])
+        _Lanes(
+            [
+                writer.track(
+                    _thread_label(export, row),
+                    processes[tracks.pid[row]],
+                    pid=tracks.pid[row] if _fits(tracks.pid[row], tracks.tid[row]) else None,
+                    tid=tracks.tid[row],
+                )
+            ],
+            [[]],
+        )
         for row in range(len(tracks))
     ]
+    begins: dict[int, Any] = {}  # trace row -> its slice (or instant), for the trace's flows
     ir_root = writer.track(IR_TRACK_NAME)
     level_lanes = {
         level: _Lanes([writer.track(f"IR level {level}", ir_root)], [[]])
@@ -227,11 +257,13 @@ def perfetto_trace(export: TraceExport, pb: Any) -> bytes:
             event.type = pb.TrackEvent.TYPE_INSTANT
             event.name = name
             event.categories.append(category)
+            begins[row] = event
             for key, value in args.items():
                 _annotate(event, key, value)
             continue
         uuid = _place(lanes[track], writer, _thread_label(export, track), ts, ts + dur)
         begin, _ = _slice(writer, uuid, ts, dur, name, category)
+        begins[row] = begin
         for key, value in args.items():
             _annotate(begin, key, value)
         refs = refs_of.get(name, ())
@@ -255,7 +287,22 @@ def perfetto_trace(export: TraceExport, pb: Any) -> bytes:
                 # GFLOP/s = FLOP per ns.
                 rates.setdefault(ref.level, []).extend(((ts, work / dur), (ts + dur, -work / dur)))
     _flop_rate_tracks(writer, ir_root, rates)
+    # The trace's own flows (launch -> kernel, send -> receive), numbered after the op links.
+    for src, dst in zip(trace.flows.src.tolist(), trace.flows.dst.tolist(), strict=True):
+        if src in begins and dst in begins:
+            flow_id += 1
+            begins[src].flow_ids.append(flow_id)
+            begins[dst].terminating_flow_ids.append(flow_id)
     return writer.serialize()
+
+
+INT32 = 2**31
+
+
+def _fits(*ids: int) -> bool:
+    """Whether ids can be Perfetto's own pid / tid (int32): Chrome and Kineto ids mostly are;
+    XPlane's 64-bit line ids and hashed string pids are not, and their tracks are named only."""
+    return all(-INT32 <= value < INT32 for value in ids)
 
 
 @dataclass(frozen=True)
