@@ -1,0 +1,132 @@
+"""Do rankings hold on a busy machine? Each model is captured twice, once on an idle machine and
+once while busy-loop processes keep every core busy, and the two `top` tables are compared.
+
+Run: `.venv/bin/python benchmarks/bench_noise.py [--models SUBSTR,...] [--rounds 1] [--steps N]`.
+For each model, per round, the idle capture and the loaded capture alternate (idle first), each a
+real `irprof capture <framework>` in its own child process at the capture's default step count
+(unless `--steps`), then `annotate` at the first level and `top` with the default statistic
+(median step x steps). Load: as many `python -c "while True: pass"` processes as cores, started
+before the loaded capture and stopped right after it. Printed per model: the overlap of the two
+top-10 lists, whether the top-5 are the same ops in the same order, and the largest difference
+of any top-10 op's share (percentage points). Targets (issue "a stall is not a hotspot"): the
+same top-5 in the same order and every share within 2 points. The exit status is 0 either way:
+the figures are the result.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench_capture import models_of, with_mode
+
+from irprof.api import Run
+from irprof.frameworks import get_all_frameworks
+from irprof.registry import load_reference
+
+TOP = 10
+TOP_ORDER = 5
+SHARE_TARGET_PP = 2.0
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """One capture's ranking: op keys hottest first and each op's share (percent)."""
+
+    keys: tuple[str, ...]
+    share: dict[str, float]
+    load: float  # 1-minute load average when the capture ended
+
+
+@contextmanager
+def busy_cores(count: int) -> Iterator[None]:
+    """`count` busy-loop processes for the duration of the block."""
+    loops = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
+    try:
+        time.sleep(1.0)  # let the scheduler see them before the capture starts
+        yield
+    finally:
+        for loop in loops:
+            loop.kill()
+        for loop in loops:
+            loop.wait()
+
+
+def ranking(framework: str, script: Path, out: Path, steps: int | None) -> Ranking:
+    """Capture, annotate and rank one model (the default statistic, every op)."""
+    record = get_all_frameworks().get(framework)
+    options = with_mode(load_reference(record.options)(), script)
+    if steps is not None:
+        options = dataclasses.replace(options, steps=steps)
+    load_reference(record.capture)(script, out, options)
+    run = Run(out)
+    run.annotate()
+    rows = run.top(limit=None).rows
+    total = sum(row.stat_ns for row in rows) or 1
+    # Two rows may share a name (the same primitive in two places): the op's walk index, the
+    # same in both captures of one model, tells them apart.
+    keys = tuple(f"{row.key} #{row.op_index}" for row in rows)
+    shares = {key: 100.0 * row.stat_ns / total for key, row in zip(keys, rows, strict=True)}
+    return Ranking(keys, shares, os.getloadavg()[0])
+
+
+def compare(idle: Ranking, loaded: Ranking) -> tuple[int, bool, float]:
+    """Top-10 overlap, same top-5 in order, largest share difference over the idle top-10."""
+    overlap = len(set(idle.keys[:TOP]) & set(loaded.keys[:TOP]))
+    same_order = idle.keys[:TOP_ORDER] == loaded.keys[:TOP_ORDER]
+    diff = max(
+        (abs(idle.share[key] - loaded.share.get(key, 0.0)) for key in idle.keys[:TOP]),
+        default=0.0,
+    )
+    return overlap, same_order, diff
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--frameworks", default="tf,jax,torch")
+    parser.add_argument("--models", default="", help="comma-separated substrings of file names")
+    parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--steps", type=int, default=None)
+    args = parser.parse_args()
+    wanted = [part for part in args.models.split(",") if part]
+    cores = os.cpu_count() or 1
+    print(f"{cores} cores; load: {cores} busy-loop processes; top-{TOP} compared")
+    print(
+        f"{'model':38} {'load idle/busy':>15} {'top-10 overlap':>15} {'top-5 order':>12} "
+        f"{'max share diff':>15}"
+    )
+    met = total = 0
+    for framework in args.frameworks.split(","):
+        for script in models_of(framework):
+            if wanted and not any(part in script.name for part in wanted):
+                continue
+            for _ in range(args.rounds):
+                with tempfile.TemporaryDirectory() as tmp:
+                    idle = ranking(framework, script, Path(tmp) / "idle", args.steps)
+                    with busy_cores(cores):
+                        loaded = ranking(framework, script, Path(tmp) / "busy", args.steps)
+                overlap, same_order, diff = compare(idle, loaded)
+                ok = same_order and diff <= SHARE_TARGET_PP
+                met += ok
+                total += 1
+                print(
+                    f"{framework + '/' + script.stem:38} "
+                    f"{f'{idle.load:.1f}/{loaded.load:.1f}':>15} {f'{overlap}/{TOP}':>15} "
+                    f"{'same' if same_order else 'differs':>12} {f'{diff:.2f} pp':>15}"
+                    f"{'' if ok else '   (target missed)'}",
+                    flush=True,
+                )
+    print(f"targets met (same top-5 order, shares within {SHARE_TARGET_PP} pp): {met}/{total}")
+
+
+if __name__ == "__main__":
+    main()
