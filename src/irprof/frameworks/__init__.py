@@ -95,11 +95,23 @@ IREE = Framework(
     example="examples/iree_mlp.stablehlo.mlir",
 )
 
+ONNX = Framework(
+    name="onnx",
+    summary="ONNX models under ONNX Runtime's profiler (CPU EP); the model imported to MLIR",
+    capture="irprof.frameworks.onnx.capture:capture_onnx",
+    options="irprof.frameworks.onnx.capture:OnnxCaptureOptions",
+    cli="irprof.frameworks.onnx.cli:register",
+    correlator="irprof.frameworks.onnx.correlate:CORRELATOR",
+    levels=("onnx",),
+    example="examples/onnx_mlp.py",
+)
+
 _FRAMEWORKS: Registry[Framework] = Registry("framework")
 _FRAMEWORKS.register("tf", "irprof.frameworks:TF")
 _FRAMEWORKS.register("jax", "irprof.frameworks:JAX")
 _FRAMEWORKS.register("torch", "irprof.frameworks:TORCH")
 _FRAMEWORKS.register("iree", "irprof.frameworks:IREE")
+_FRAMEWORKS.register("onnx", "irprof.frameworks:ONNX")
 
 
 def get_all_frameworks() -> Registry[Framework]:

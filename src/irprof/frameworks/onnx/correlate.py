@@ -1,0 +1,233 @@
+"""ONNX correlator: ORT's `<node>_kernel_time` events -> ORT node -> source ONNX nodes -> the
+`torch.operator "onnx.*"` ops the importer located by node name.
+
+An ORT node that fused or replaced source nodes (FusedConv, Gemm from MatMul+Add, Gelu,
+LayerNormalization, NCHWc layout chains) gives its time to all of them as one ledger group,
+split by the members' output bytes (`frameworks/onnx/graph.py` derives membership from def-use).
+See docs/onnx.md.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+
+from iree.compiler import ir
+
+from irprof.bundle import RunBundle
+from irprof.correlate.base import CorrelationOptions, CorrelationResult
+from irprof.correlate.finish import finish_level
+from irprof.correlate.ledger import Ledger
+from irprof.errors import BundleError, CorrelationError
+from irprof.frameworks.onnx.graph import (
+    OnnxGraphs,
+    Region,
+    member_weights,
+    parse_graphs,
+    removed_nodes,
+    runtime_regions,
+    source_node_map,
+)
+from irprof.frameworks.onnx.paths import GRAPHS_FILE, LEVEL, OPTIMIZED_MODEL
+from irprof.mlir.locations import render
+from irprof.mlir.op_index import OpInfo, derive_op_infos
+from irprof.readers.onnxruntime import node_of_event
+from irprof.trace.model import EventKind, Trace
+
+RULES = {"default": "bytes", "bytes": "bytes", "even": "even"}
+OPERATOR = "torch.operator"
+REMOVED_REASON = "removed by ONNX Runtime"
+INITIALIZER_REASON = "an initializer (weights or constants): data, no run-time work"
+
+
+def operator_name(op: ir.Operation) -> str:
+    """`onnx.Conv` for a `torch.operator "onnx.Conv"`, else ''."""
+    if op.name != OPERATOR or "name" not in op.attributes:
+        return ""
+    return str(ir.StringAttr(op.attributes["name"]).value)
+
+
+def node_positions(infos: Sequence[OpInfo], graphs: OnnxGraphs) -> dict[str, int]:
+    """Source node name -> position of its op: the operator of the node's op type located by
+    the node's name (an initializer may bear the same name as a node)."""
+    wanted = {node.name: node.op_type for node in graphs.source.nodes}
+    found: dict[str, int] = {}
+    for position, info in enumerate(infos):
+        name = info.keys.name
+        if name is None or name not in wanted or name in found:
+            continue
+        if operator_name(info.op).rpartition(".")[2] == wanted[name]:
+            found[name] = position
+    return found
+
+
+def _record_event(
+    ledger: Ledger,
+    trace: Trace,
+    row: int,
+    regions: Mapping[str, Region],
+    positions: Mapping[str, int],
+    graphs: OnnxGraphs,
+    rule: str,
+) -> None:
+    """Give one ORT node event to the ops of the source nodes its ORT node computes."""
+    event = trace.name_of(row)
+    ts, dur = int(trace.ts_ns[row]), int(trace.dur_ns[row])
+    node = node_of_event(event) or event
+    region = regions.get(node)
+    if region is None:
+        ledger.unattributed(
+            event, dur, f"no node '{node}' in ORT's optimized graph ({OPTIMIZED_MODEL})"
+        )
+        return
+    if not region.members:
+        ledger.unattributed(
+            event,
+            dur,
+            f"ORT node '{node}' computes no tensor of the source graph (inserted by ORT)",
+        )
+        return
+    members = [name for name in region.members if name in positions]
+    if not members:
+        ledger.unattributed(
+            event, dur, f"source nodes {', '.join(region.members[:3])} have no op in the MLIR"
+        )
+        return
+    source = f"onnxruntime:{node}"
+    if len(members) == 1:
+        ledger.record(event, ts, dur, [positions[members[0]]], source=source)
+        return
+    nodes = source_node_map(graphs)
+    weights, basis = member_weights([nodes[name] for name in members])
+    if rule == "even":
+        weights, basis = [1.0] * len(members), "even"
+    ledger.record(
+        event,
+        ts,
+        dur,
+        [positions[name] for name in members],
+        weights=weights,
+        basis=basis,
+        group=f"ort:{region.label}",
+        source=source,
+    )
+
+
+def _unmatched_reasons(
+    infos: Sequence[OpInfo],
+    graphs: OnnxGraphs,
+    regions: Mapping[str, Region],
+    annotated: set[int],
+) -> tuple[dict[int, str], set[int]]:
+    """Why each op got no time, and which ops ORT provably did not run."""
+    removed = set(removed_nodes(graphs, regions))
+    initializers = set(graphs.source.initializers)
+    nodes = {node.name for node in graphs.source.nodes}
+    region_of: dict[str, list[str]] = defaultdict(list)
+    for ort_node, region in regions.items():
+        for member in region.members:
+            region_of[member].append(ort_node)
+    reasons: dict[int, str] = {}
+    not_executed: set[int] = set()
+    for position, info in enumerate(infos):
+        name = info.keys.name
+        if position in annotated or not operator_name(info.op):
+            continue
+        if name in initializers and name not in nodes:
+            reasons[position] = INITIALIZER_REASON
+            not_executed.add(position)
+        elif name in removed:
+            reasons[position] = (
+                f"{REMOVED_REASON}: constant-folded or eliminated (no node of the optimized "
+                "graph computes it)"
+            )
+            not_executed.add(position)
+        elif name in region_of:
+            reasons[position] = (
+                f"run by ORT node {', '.join(sorted(region_of[name])[:2])}, which has no "
+                "profiled event"
+            )
+        elif name is not None and name not in nodes:
+            reasons[position] = f"'{name}' is not a node of the main graph (a subgraph's?)"
+    return reasons, not_executed
+
+
+def correlate_run(
+    module: ir.Module,
+    trace: Trace,
+    graphs: OnnxGraphs,
+    *,
+    rule: str = "bytes",
+    steps: int = 0,
+    source_trace: str = "",
+) -> CorrelationResult:
+    """Join ORT's node events in `trace` to the ops of the imported ONNX `module`."""
+    infos = derive_op_infos(module)
+    positions = node_positions(infos, graphs)
+    regions = runtime_regions(graphs)
+    ledger = Ledger()
+    rows = trace.rows_of_kind(EventKind.FRAMEWORK_OP).tolist()
+    profiled_ns = int(sum(int(trace.dur_ns[row]) for row in rows))
+    for row in rows:
+        _record_event(ledger, trace, row, regions, positions, graphs, rule)
+    entries = ledger.entries(
+        infos,
+        profiled_ns,
+        location_of=lambda info: render(info.loc),
+        name_of=lambda position: str(infos[position].keys.name or infos[position].op_name),
+    )
+    reasons, not_executed = _unmatched_reasons(infos, graphs, regions, set(entries))
+    fused = {region.label: region for region in regions.values() if len(region.members) > 1}
+    return finish_level(
+        ledger,
+        infos,
+        entries,
+        level=LEVEL,
+        framework="onnx",
+        profiled_ns=profiled_ns,
+        where=f"{source_trace or 'trace'} -> {LEVEL}",
+        reasons=reasons,
+        not_executed=not_executed,
+        totals={
+            "steps": steps,
+            "node_events": len(rows),
+            "fused_time_rule": rule,
+            "ort_regions_fused": len(fused),
+            "source_nodes_removed": len(removed_nodes(graphs, regions)),
+        },
+        source_trace=source_trace,
+    )
+
+
+class OnnxCorrelator:
+    """Joins ONNX Runtime's node events to the imported ONNX model's ops."""
+
+    framework = "onnx"
+    levels: tuple[str, ...] = (LEVEL,)
+
+    def correlate(
+        self, bundle: RunBundle, level: str, options: CorrelationOptions
+    ) -> CorrelationResult:
+        """Correlate the bundle's ORT profile with `RUN/ir/onnx.mlir`."""
+        if level != LEVEL:
+            raise BundleError(f"{bundle.root}: the onnx correlator annotates only '{LEVEL}'")
+        rule = RULES.get(options.fused_time_rule)
+        if rule is None:
+            raise CorrelationError(
+                f"unknown fused-time rule '{options.fused_time_rule}' (known: {', '.join(RULES)})"
+            )
+        manifest = bundle.manifest()
+        name = manifest.option_str("runtime_graph", GRAPHS_FILE)
+        graphs = parse_graphs(bundle.read_member(name, what="ONNX graphs"), str(bundle.root / name))
+        trace_path = bundle.primary_trace_path
+        return correlate_run(
+            bundle.ir(level),
+            bundle.trace(),
+            graphs,
+            rule=rule,
+            steps=manifest.steps,
+            source_trace=str(trace_path.relative_to(bundle.root)),
+        )
+
+
+CORRELATOR = OnnxCorrelator()

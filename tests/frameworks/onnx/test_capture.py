@@ -1,0 +1,126 @@
+"""`irprof capture onnx` end to end: the bundle, its warm-up split, node names in the MLIR's
+locations (stamped where the model or the importer leaves them out), the views on the bundle,
+and refusals (exit 2, no bundle)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from irprof.bundle import RunBundle
+from irprof.cli.main import main
+from irprof.mlir.op_index import derive_op_infos
+
+
+def _runs(path: Path) -> int:
+    return sum(1 for event in json.loads(path.read_text()) if event["name"] == "model_run")
+
+
+def test_the_bundle_holds_the_profiled_runs_and_both_graphs(mlp_run: Path) -> None:
+    manifest = json.loads((mlp_run / "manifest.json").read_text())
+    assert manifest["framework"] == "onnx" and manifest["ir_levels"] == ["onnx"]
+    assert manifest["options"]["fed_shapes"] == {"images": [3, 3, 8, 8]}  # --dim batch=3
+    assert _runs(mlp_run / "trace" / "onnxruntime.json") == 4  # --steps 4
+    assert _runs(mlp_run / "trace" / "onnxruntime.full.json") == 4 + 2  # + default warm-up
+    for name in ("ir/model.onnx", "ir/onnxruntime.optimized.onnx", "ir/onnx.graphs.json"):
+        assert manifest["fingerprints"][name].startswith("sha256:"), name
+        assert (mlp_run / name).stat().st_size > 0
+
+
+def test_every_node_locates_its_op(transformer_run: Path) -> None:
+    model = onnx.load(str(transformer_run / "ir" / "model.onnx"))
+    infos = derive_op_infos(RunBundle(transformer_run).ir("onnx"))
+    located = {info.keys.name for info in infos if info.op_name == "torch.operator"}
+    nodes = {node.name for node in model.graph.node}
+    # Constant nodes included: the importer locates them by their output, irprof stamps them.
+    assert nodes <= located
+    assert any(node.op_type == "Constant" for node in model.graph.node)
+
+
+def test_top_annotate_and_report_work_on_the_bundle(
+    mlp_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["top", str(mlp_run)]) == 0
+    assert "fc2.matmul" in capsys.readouterr().out
+    report = tmp_path / "report.html"
+    assert main(["report", str(mlp_run), "-o", str(report), "--no-peaks"]) == 0
+    assert "fc1.matmul" in report.read_text()
+    assert "irprof.profile" in (mlp_run / "annotated" / "onnx.mlir").read_text()
+
+
+def _unnamed_model() -> onnx.ModelProto:
+    """MatMul, Add, Relu and a Constant, none of them named (names are optional in ONNX)."""
+    rng = np.random.default_rng(1)
+    weight = numpy_helper.from_array(rng.standard_normal((6, 4)).astype(np.float32), "w")
+    graph = helper.make_graph(
+        [
+            helper.make_node("Constant", [], ["b"], value=numpy_helper.from_array(
+                np.ones(4, np.float32))),
+            helper.make_node("MatMul", ["x", "w"], ["m"]),
+            helper.make_node("Add", ["m", "b"], ["a"]),
+            helper.make_node("Relu", ["a"], ["y"]),
+            helper.make_node("Relu", ["y"], ["z"], name="Relu_3"),  # taken by the stamp next
+        ],
+        "unnamed",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 6])],
+        [helper.make_tensor_value_info("z", TensorProto.FLOAT, ["n", 4])],
+        [weight],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model
+
+
+def test_an_onnx_file_with_unnamed_nodes_and_npz_inputs(tmp_path: Path) -> None:
+    model_path = tmp_path / "unnamed.onnx"
+    onnx.save(_unnamed_model(), str(model_path))
+    npz = tmp_path / "inputs.npz"
+    np.savez(npz, x=np.ones((5, 6), np.float32))
+    run = tmp_path / "run"
+    argv = ["capture", "onnx", str(model_path), "-o", str(run), "--inputs", str(npz)]
+    assert main([*argv, "--steps", "2", "--warmup", "1", "--optimization", "disabled"]) == 0
+    assert main(["annotate", str(run)]) == 0
+    saved = onnx.load(str(run / "ir" / "model.onnx"))
+    names = [node.name for node in saved.graph.node]
+    assert all(names) and len(set(names)) == len(names) == 5
+    events = {e["name"] for e in json.loads((run / "trace" / "onnxruntime.json").read_text())}
+    ran = [name for name in names if f"{name}_kernel_time" in events]
+    assert len(ran) == 4  # the Constant is an initializer to ORT
+    record = json.loads((run / "coverage.json").read_text())["levels"]["onnx"]
+    assert record["attributed_ns"] == record["profiled_ns"] > 0
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert manifest["options"]["fed_shapes"] == {"x": [5, 6]}
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--dim", "batch"], "--dim 'batch'"),
+        (["--optimization", "max"], "--optimization 'max'"),
+    ],
+)
+def test_bad_options_exit_2_and_write_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str], message: str
+) -> None:
+    model_path = tmp_path / "m.onnx"
+    onnx.save(_unnamed_model(), str(model_path))
+    run = tmp_path / "run"
+    assert main(["capture", "onnx", str(model_path), "-o", str(run), *extra]) == 2
+    assert message in capsys.readouterr().err
+    assert not run.exists()
+
+
+def test_a_file_that_is_not_onnx_exits_2_naming_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    model_path = tmp_path / "broken.onnx"
+    model_path.write_bytes(b"\x08\x07not a protobuf at all")
+    run = tmp_path / "run"
+    assert main(["capture", "onnx", str(model_path), "-o", str(run)]) == 2
+    assert str(model_path) in capsys.readouterr().err
+    assert not run.exists()
