@@ -89,6 +89,7 @@ def annotate_bundle(
     Unless `allow_mismatch`, the level's IR, the trace files and the capture's side files must
     still be the ones fingerprinted at capture: a swapped file would be annotated with another
     model's profile."""
+    bundle.complete_interrupted_update()  # a commit killed half-way is finished first
     framework = bundle_framework(bundle)
     level = choose_level(bundle, level)
     if not allow_mismatch:

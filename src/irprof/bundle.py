@@ -21,11 +21,12 @@ import orjson
 
 from irprof.coverage import Coverage, load_coverages, save_coverages
 from irprof.errors import BundleError
-from irprof.fileio import OutputStage, write_bytes_atomic
+from irprof.fileio import OutputStage, finish_commit, write_bytes_atomic
 from irprof.manifest import MANIFEST_LIMIT_BYTES, Manifest, bytes_fingerprint, file_fingerprint
 
 __all__ = ["Manifest", "RunBundle", "file_fingerprint", "fingerprint_files"]
 
+COMMIT_JOURNAL = ".irprof-commit.json"  # renames of a commit in progress (see OutputStage)
 LOCK_FILE = ".irprof.lock"  # the advisory lock of commands that update a bundle
 
 if TYPE_CHECKING:
@@ -158,6 +159,12 @@ class RunBundle:
 
     @functools.cached_property
     def _manifest(self) -> Manifest:
+        if os.path.lexists(self.root / COMMIT_JOURNAL):
+            raise BundleError(
+                f"{self.root}: an update is being committed, or was interrupted while committing "
+                f"({COMMIT_JOURNAL} is there); try again, or run `irprof annotate {self.root}` "
+                "to complete it"
+            )
         path = self.manifest_path
         if not path.is_file():
             raise BundleError(
@@ -330,9 +337,23 @@ class RunBundle:
             ) from exc
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
+            self.complete_interrupted_update(locked=True)
             yield
         finally:
             os.close(fd)  # closing releases the lock
+
+    def complete_interrupted_update(self, *, locked: bool = False) -> int:
+        """Finish the renames of a commit that was killed half-way (its journal lists them),
+        under the bundle's lock; returns how many files were completed (0: nothing pending)."""
+        journal = self.root / COMMIT_JOURNAL
+        if not os.path.lexists(journal):
+            return 0
+        if not locked:
+            with self.locked():  # taking the lock completes it
+                return 0
+        done = finish_commit(journal)
+        self.__dict__.pop("_manifest", None)
+        return done
 
     def _coverages_on_disk(self) -> dict[str, Coverage]:
         """`coverage.json` as it is now (another command may have merged a level since)."""
@@ -349,5 +370,5 @@ class RunBundle:
                 save_coverages(self.coverage_path, merged)
             else:
                 save_coverages(stage.path(self.coverage_path), merged)
-                stage.commit()
+                stage.commit(journal=self.root / COMMIT_JOURNAL)
         self.__dict__["_coverages"] = merged

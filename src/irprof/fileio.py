@@ -9,6 +9,7 @@ words. `refuse_overwriting_inputs` keeps an output off the files a command reads
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import stat
 import tempfile
@@ -21,6 +22,7 @@ from typing import IO
 from irprof.errors import IrprofError, TraceFormatError, UsageError
 
 GZIP_MAGIC = b"\x1f\x8b"
+MAX_JOURNAL_BYTES = 1 << 20
 STAGE_MARK = ".irprof-stage-"
 
 
@@ -205,11 +207,21 @@ class OutputStage:
         self._staged[final] = staged
         return staged
 
-    def commit(self) -> None:
-        """Rename every staged file onto its target (all were written: a missing one is a bug)."""
+    def commit(self, journal: Path | None = None) -> None:
+        """Rename every staged file onto its target (all were written: a missing one is a bug).
+
+        With `journal`, the renames are first listed in that file (atomically), and it is removed
+        once all are done: a process killed between two renames leaves the journal, from which
+        `finish_commit` completes them (readers refuse a folder whose journal is pending)."""
         for final, staged in self._staged.items():
             if not staged.is_file():
                 raise IrprofError(f"{final}: its staged output {staged} was never written")
+        if journal is not None:
+            pairs = [
+                [os.path.relpath(staged, journal.parent), os.path.relpath(final, journal.parent)]
+                for final, staged in self._staged.items()
+            ]
+            write_bytes_atomic(journal, json.dumps(pairs).encode())
         for final, staged in list(self._staged.items()):
             try:
                 os.replace(staged, final)
@@ -217,6 +229,8 @@ class OutputStage:
                 raise write_error(final, exc) from exc
             del self._staged[final]
         self._made_folders.clear()
+        if journal is not None:
+            os.unlink(journal)
 
     def discard(self) -> None:
         """Remove the staged files not committed, and the folders made only for them."""
@@ -228,6 +242,40 @@ class OutputStage:
             with contextlib.suppress(OSError):
                 folder.rmdir()
         self._made_folders.clear()
+
+
+def finish_commit(journal: Path) -> int:
+    """Complete the renames an interrupted `OutputStage.commit` listed in `journal` (those whose
+    staged file is still there), then remove the journal; returns how many were completed. A
+    journal naming a path outside its folder, or not a list of pairs, is refused."""
+    folder = journal.parent
+    try:
+        pairs = json.loads(journal.read_bytes()[:MAX_JOURNAL_BYTES])
+    except (OSError, ValueError) as exc:
+        raise IrprofError(f"{journal}: unreadable commit journal ({exc}); remove it") from exc
+    if not isinstance(pairs, list) or not all(
+        isinstance(pair, list) and len(pair) == 2 and all(isinstance(p, str) for p in pair)
+        for pair in pairs
+    ):
+        raise IrprofError(f"{journal}: not a commit journal (a list of [staged, target] pairs)")
+    done = 0
+    for staged_name, final_name in pairs:
+        staged, final = folder / staged_name, folder / final_name
+        for path in (staged, final):
+            if os.path.isabs(staged_name) or not _inside(path, folder):
+                raise IrprofError(f"{journal}: names {path}, outside {folder}; remove it")
+        if staged.is_file() and not staged.is_symlink():
+            os.replace(staged, final)
+            done += 1
+    os.unlink(journal)
+    return done
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    """Whether `path` (not resolved through a final link) stays inside `folder`."""
+    parent = os.path.realpath(path.parent)
+    root = os.path.realpath(folder)
+    return parent == root or parent.startswith(root + os.sep)
 
 
 def files_under(folder: Path) -> list[Path]:

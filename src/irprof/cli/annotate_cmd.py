@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from irprof.api import open_run
+from irprof.api import Run
 from irprof.renderers.coverage_table import capture_overhead_text, coverage_report
 
 
@@ -33,7 +33,7 @@ def annotate(
     ] = False,
 ) -> None:
     """Join the run's trace to one IR level and write annotated IR, opprofile and coverage."""
-    bundle = open_run(run)
+    bundle = Run(run)  # not `open_run`: annotate first completes a commit that was interrupted
     outcome = bundle.annotate(
         level,
         attr=attr,
