@@ -220,7 +220,7 @@
       card("steps", String(manifest.steps)), card("device", manifest.device),
       card("profiled op time", fmtNs(lv.profiled_ns)),
       card("time coverage", cov ? fmtShare(cov.time_coverage) : "-"),
-      card("ops annotated", lv.ops_annotated + " of " + lv.ops_total),
+      card("ops with a profile, of all ops", lv.ops_annotated + " of " + lv.ops_total + " (constants, returns and declarations included)"),
       card("non-trivial coverage", cov ? fmtShare(cov.nontrivial_coverage) + " (" + cov.ops_nontrivial_annotated + "/" + cov.ops_nontrivial + ")" : "-"),
     ]);
     var overhead = captureOverhead(manifest.options);
@@ -234,7 +234,7 @@
       { key: "profiled", title: "profiled", num: true, fmt: function (r) { return fmtNs(r.profiled); } },
       { key: "attributed", title: "attributed", num: true, fmt: function (r) { return fmtNs(r.attributed); } },
       { key: "time", title: "time coverage", num: true, fmt: function (r) { return fmtShare(r.time); } },
-      { key: "ops", title: "ops annotated" },
+      { key: "ops", title: "ops with a profile / all ops" },
       { key: "nontrivial", title: "non-trivial coverage", num: true, fmt: function (r) { return fmtShare(r.nontrivial); } },
     ], rows);
     // What a reader wants first: the scopes and the measured groups that hold the time,
