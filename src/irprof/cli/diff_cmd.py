@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -16,6 +17,7 @@ from irprof.errors import UsageError
 from irprof.fileio import write_bytes_atomic
 from irprof.renderers.diff_mlir import DiffIR, DiffMlirRenderer
 from irprof.renderers.diff_table import diff_renderables
+from irprof.renderers.tabular_text import parse_text_format, tabular_csv, tabular_json
 
 
 def diff(
@@ -49,10 +51,19 @@ def diff(
     ] = 0.95,
     resamples: Annotated[int, typer.Option("--resamples", help="Bootstrap resamples.")] = 2000,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the bootstrap.")] = 0,
+    output_format: Annotated[
+        str,
+        typer.Option(
+            "--format",
+            help="table (fits the terminal) | csv | json: the per-op rows, every column, for "
+            "scripts (--json writes the whole diff).",
+        ),
+    ] = "table",
 ) -> int:
     """Compare two runs of a model op by op, scope by scope and kind by kind, per step."""
     if limit < 1:
         raise UsageError("--limit must be >= 1")
+    shown = parse_text_format(output_format)
     if fail_if_slower is not None and fail_if_slower < 0:
         raise UsageError("--fail-if-slower must be a percentage >= 0")
     check_outputs({"--json": json_out, "-o": output}, [run_a, run_b])
@@ -66,8 +77,11 @@ def diff(
         path = bundle_b.annotated_path(result.level_b)
         mlir_bytes = DiffMlirRenderer().render(DiffIR(result, str(path)))
     json_bytes = orjson.dumps(result.to_json(), option=orjson.OPT_INDENT_2) if json_out else None
-    console = Console(highlight=False)
-    console.print(diff_renderables(result, limit, console.width))
+    if shown == "table":
+        console = Console(highlight=False)
+        console.print(diff_renderables(result, limit, console.width))
+    else:
+        sys.stdout.write(tabular_csv(result) if shown == "csv" else tabular_json(result).decode())
     err = Console(highlight=False, stderr=True)
     if json_out is not None and json_bytes is not None:
         write_bytes_atomic(json_out, json_bytes)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -18,6 +19,7 @@ from irprof.errors import UsageError
 from irprof.fileio import write_bytes_atomic
 from irprof.renderers.hotspot_table import hotspot_rich_table, step_notes, top_title
 from irprof.renderers.roofline_svg import RENDERER as ROOFLINE_SVG
+from irprof.renderers.tabular_text import parse_text_format, tabular_csv, tabular_json
 
 
 def top(
@@ -54,11 +56,19 @@ def top(
     svg: Annotated[
         Path | None, typer.Option("--svg", help="With --roofline: also write the plot as SVG.")
     ] = None,
+    output_format: Annotated[
+        str,
+        typer.Option(
+            "--format",
+            help="table (fits the terminal) | csv | json (every column, exact ns, for scripts).",
+        ),
+    ] = "table",
 ) -> None:
     """Show the ops (or op kinds, or name scopes) that took the most time."""
     if by not in GROUP_BYS:
         raise UsageError(f"--by {by!r}: expected one of {'|'.join(GROUP_BYS)}")
     ranking = parse_stat(stat)
+    shown = parse_text_format(output_format)
     if svg is not None and not roofline:
         raise UsageError("--svg draws the roofline: add --roofline")
     check_outputs({"--svg": svg}, [run])
@@ -73,6 +83,10 @@ def top(
         peaks=machine,
         stat=ranking,
     )
+    if shown != "table":
+        text = tabular_csv(view.table) if shown == "csv" else tabular_json(view.table).decode()
+        sys.stdout.write(text)
+        return
     console = Console(highlight=False)
     console.print(
         hotspot_rich_table(
