@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+import shutil
 import statistics
 from pathlib import Path
 
@@ -147,3 +148,18 @@ def test_report_carries_the_statistic_spread_and_outliers(
         assert f'"key":"{STALLED}","op_index"' in html
         assert f'"step":{STALLED_STEP}' in html
         assert "exceeded the 2 CPUs" in html
+
+
+def test_annotate_warns_about_the_noisy_capture_too(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A real capture whose noise record says the machine was loaded past its CPUs.
+    root = tmp_path / "run"
+    shutil.copytree(Path(__file__).parents[1] / "fixtures" / "jax" / "mlp_run", root)
+    bundle = RunBundle(root)
+    manifest = bundle.manifest()
+    noise = {"load_1m_before": 3.5, "load_1m_after": 1.0, "cpus": 2, "steal_share": 0.0}
+    options = {**manifest.options, "noise": noise}
+    bundle.write_manifest(dataclasses.replace(manifest, options=options))
+    assert main(["annotate", str(root), "--allow-mismatch"]) == 0
+    assert "warning: load average 3.50 exceeded the 2 CPUs" in capsys.readouterr().err

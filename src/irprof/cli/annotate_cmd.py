@@ -50,6 +50,10 @@ def annotate(
         f"annotated {outcome.ops_annotated} ops -> {outcome.annotated_path}\n"
         f"opprofile -> {outcome.opprofile_path}"
     )
+    # Whether the steps were steady enough to rank ops by, as `top` and the report will say.
+    noise = bundle.top_view(outcome.level, limit=0).table.noise
+    for warning in noise.warnings if noise is not None else ():
+        Console(highlight=False, stderr=True).print(f"warning: {warning}", markup=False)
 
 
 def register(app: typer.Typer) -> None:
