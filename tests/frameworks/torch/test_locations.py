@@ -33,14 +33,41 @@ def test_parse_stack_trace_reads_frames_outermost_first() -> None:
     assert parse_stack_trace(None) == []
 
 
+TORCH_DIR = "/venv/site-packages/torch"
+LIBRARY_TRACE = (
+    '  File "/srv/u/proj/script.py", line 21, in forward\n'
+    '  File "/venv/site-packages/transformers/models/gpt2/modeling_gpt2.py", line 223, in forward\n'
+    '  File "/venv/site-packages/torch/nn/modules/linear.py", line 134, in forward\n'
+)
+
+
 def test_user_frames_keep_the_script_folder_relative() -> None:
-    """Only the user's frames, relative to the script's folder; library frames as fallback."""
+    """The script's frames relative to its folder; torch's own frames dropped unless there is
+    nothing else."""
     frames = parse_stack_trace(TRACE)
-    assert user_frames(frames, "/srv/u/proj", ["/venv/site-packages"]) == (
+    assert user_frames(frames, "/srv/u/proj", ["/venv/site-packages"], [TORCH_DIR]) == (
         SourceFrame("model.py", 21, "forward"),
     )
-    library_only = user_frames(frames[1:], "/srv/u/proj", ["/venv/site-packages"])
+    library_only = user_frames(frames[1:], "/srv/u/proj", ["/venv/site-packages"], [TORCH_DIR])
     assert library_only == (SourceFrame("torch/nn/modules/linear.py", 134, "forward"),)
+
+
+def test_user_frames_end_at_the_library_model_line() -> None:
+    """A library model wrapped by the script: the chain runs from the script's line to the
+    library model's line (innermost), not the wrapper's line alone, nor torch's `linear.py`."""
+    frames = user_frames(
+        parse_stack_trace(LIBRARY_TRACE), "/srv/u/proj", ["/venv/site-packages"], [TORCH_DIR]
+    )
+    assert frames == (
+        SourceFrame("script.py", 21, "forward"),
+        SourceFrame("transformers/models/gpt2/modeling_gpt2.py", 223, "forward"),
+    )
+    keys = location_keys(
+        from_ir(
+            node_location(FxNodeName("lm", "linear", "aten.linear.default"), frames, ir.Context())
+        )
+    )
+    assert keys.source == "transformers/models/gpt2/modeling_gpt2.py:223:0"
 
 
 def test_format_stack_trace_round_trips() -> None:

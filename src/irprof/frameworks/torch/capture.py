@@ -63,6 +63,40 @@ def capture_torch(
     return capture_staged(IREE_PLAN, options, run_framework, script=script_path, out=out_path)
 
 
+def level_failures(bundle: RunBundle) -> list[str]:
+    """One line per IR level the capture could not produce, and per decomposition fallback:
+    the stage that failed, the op (FX node and source) and what the capture did instead."""
+    options = bundle.manifest().options
+    lines = []
+    decomposition = options.get("decomposition")
+    if isinstance(decomposition, dict) and isinstance(decomposition.get("failure"), dict):
+        failure = decomposition["failure"]
+        kept = decomposition.get("kept_whole") or []
+        instead = (
+            f"kept {', '.join(kept)} whole" if kept else f"used table {decomposition.get('table')}"
+        )
+        lines.append(
+            f"torch's {failure.get('stage')} failed at {failure.get('op') or 'an op'} "
+            f"(FX node {failure.get('node') or '?'}: {failure.get('error')}); {instead}"
+        )
+    for failed in options.get("failed_levels") or []:
+        if isinstance(failed, dict):
+            where = ", ".join(
+                part
+                for part in (
+                    failed.get("node") and f"FX node {failed['node']}",
+                    failed.get("source") and f"at {failed['source']}",
+                )
+                if part
+            )
+            lines.append(
+                f"level {failed.get('level')} not captured: {failed.get('stage')} failed on "
+                f"{failed.get('op') or 'an op'}{f' ({where})' if where else ''}: "
+                f"{str(failed.get('error'))[:200]}"
+            )
+    return lines
+
+
 def check_reference_trace(folder: Path, out: Path) -> None:
     """Refuse a bundle whose call-stack reference trace irprof cannot read (the staging check
     reads the primary trace only): every later `annotate` would fail on it."""

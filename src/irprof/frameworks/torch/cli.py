@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from irprof.capture.describe import describe_capture
-from irprof.frameworks.torch.capture import TorchCaptureOptions, capture_torch
+from irprof.frameworks.torch.capture import TorchCaptureOptions, capture_torch, level_failures
 
 
 def torch_command(
@@ -59,6 +59,9 @@ def torch_command(
     )
     bundle = capture_torch(script, out, options)
     typer.echo(describe_capture(bundle))
+    if bundle.manifest().framework == "torch":
+        for line in level_failures(bundle):
+            typer.echo(line)
 
 
 def register(capture_app: typer.Typer) -> None:

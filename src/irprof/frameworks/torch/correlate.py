@@ -20,6 +20,7 @@ from irprof.coverage import is_trivial_op
 from irprof.errors import CorrelationError
 from irprof.frameworks.torch.events import (
     EventMatch,
+    FxCall,
     FxProgram,
     OpEvent,
     load_fx_program,
@@ -28,7 +29,7 @@ from irprof.frameworks.torch.events import (
 )
 from irprof.frameworks.torch.linalg import correlate_linalg_level
 from irprof.frameworks.torch.locations import FxNodeName
-from irprof.frameworks.torch.reference import borrow_call_stacks
+from irprof.frameworks.torch.reference import borrow_call_stacks, split_by_step
 from irprof.frameworks.torch.training import (
     OPTIMIZER_REASON,
     BackwardLinks,
@@ -39,6 +40,7 @@ from irprof.mlir.cost_model import share_weights
 from irprof.mlir.locations import render
 from irprof.mlir.op_index import OpInfo, derive_op_infos
 from irprof.trace.model import Trace
+from irprof.trace.steps import step_windows
 
 DEFAULT_FX_NODES = "ir/torch.fx.json"
 # ATen ops that only change tensor metadata in eager mode (strides, shapes): when a decomposed
@@ -55,6 +57,7 @@ VIEW_OPS = frozenset(
 # PyTorch reads sizes from tensor metadata and records no event for them.
 SHAPE_QUERIES = frozenset({"aten.sym_size.int"})
 MAX_SHAPE_USE_DEPTH = 4
+MAX_ABSORB_DEPTH = 4  # def-use steps from a removed call to the calls that absorbed it
 FUSED_TIME_RULES = ("default", "split")
 
 
@@ -116,6 +119,31 @@ def is_view_op(info: OpInfo) -> bool:
     return False
 
 
+def absorbing_nodes(
+    nodes: Sequence[str], users: dict[str, tuple[str, ...]], grouped: dict[str, list[int]]
+) -> tuple[str, ...]:
+    """The nearest users (FX def-use, exported graph) of `nodes` that have ops: the calls that
+    absorbed a call decomposition removed or merged (a no-op `to`, an `unsqueeze` folded into
+    its consumer's indexing), where the removed call's time goes."""
+    found: list[str] = []
+    frontier, seen = list(nodes), set(nodes)
+    for _ in range(MAX_ABSORB_DEPTH):
+        following = []
+        for node in frontier:
+            for user in users.get(node, ()):
+                if user in seen:
+                    continue
+                seen.add(user)
+                if grouped.get(user):
+                    found.append(user)
+                else:
+                    following.append(user)
+        if found or not following:
+            break
+        frontier = following
+    return tuple(found)
+
+
 def no_op_reason(nodes: Sequence[str], named_by_any_op: set[str]) -> str:
     """Why the event's call node(s) have no op that can take its time."""
     if any(node in named_by_any_op for node in nodes):
@@ -173,6 +201,22 @@ def _event_nodes(
     return matched.nodes_of.get(event.row, ()), matched.unmatched.get(event.row, ""), "torch"
 
 
+def match_steps(trace: Trace, events: Sequence[OpEvent], calls: Sequence[FxCall]) -> EventMatch:
+    """`match_events` one profiler step at a time: execution-order ranks restart with each
+    step, so a step that runs fewer calls of a signature than the program has (eager skipping
+    a branch the export kept) does not shift the next step's events onto other calls."""
+    steps, outside = split_by_step(events, step_windows(trace, nested=True))
+    merged = EventMatch()
+    for part in [*steps, outside]:
+        if not part:
+            continue
+        found = match_events(part, calls)
+        merged.nodes_of.update(found.nodes_of)
+        merged.unmatched.update(found.unmatched)
+        merged.source_disagreements += found.source_disagreements
+    return merged
+
+
 def attribute_events(run: TorchRun, infos: Sequence[OpInfo], rule: str) -> _Attribution:
     """Every event of `run` to the ledger: forward calls by signature, backward events through
     autograd links (`torch_training`), the optimizer as its own bucket."""
@@ -180,7 +224,7 @@ def attribute_events(run: TorchRun, infos: Sequence[OpInfo], rule: str) -> _Attr
     join_shape_queries(infos, grouped)
     named_by_any_op = set(ops_by_node(infos, trivial=True))
     forward = [e for e in run.events if e.phase == "forward" and e.row not in run.unaligned]
-    matched = match_events(forward, run.program.calls)
+    matched = match_steps(run.trace, forward, run.program.calls)
     backward = None
     if run.program.mode == "train":
         backward = link_backward(run.trace, run.events, matched.nodes_of, run.program)
@@ -195,6 +239,15 @@ def attribute_events(run: TorchRun, infos: Sequence[OpInfo], rule: str) -> _Attr
             continue
         nodes, reason, kind = _event_nodes(event, matched, backward)
         positions = list(dict.fromkeys(p for node in nodes for p in grouped.get(node, [])))
+        absorbed = ""
+        if not positions and nodes:
+            into = absorbing_nodes(nodes, run.program.users, grouped)
+            positions = list(dict.fromkeys(p for node in into for p in grouped[node]))
+            absorbed = (
+                f" (removed or folded by decomposition, absorbed by {'+'.join(into)})"
+                if into
+                else ""
+            )
         if not positions:
             ledger.unattributed(
                 event.name, event.dur_ns, reason or no_op_reason(nodes, named_by_any_op)
@@ -202,6 +255,7 @@ def attribute_events(run: TorchRun, infos: Sequence[OpInfo], rule: str) -> _Attr
             continue
         weights, basis = call_share_weights(infos, positions, rule)
         how = f" ({backward.how[event.row]})" if backward and event.row in backward.how else ""
+        how += absorbed
         ledger.record(
             event.name, event.ts_ns, event.dur_ns, positions, weights=weights, basis=basis,
             group=f"{kind}:" + "+".join(nodes),

@@ -56,6 +56,7 @@ class _FxNodeSchema(msgspec.Struct):
     target: str
     modules: list[tuple[str, str]] = []
     frames: list[tuple[str, int | None, str]] = []
+    inputs: list[str] = []  # call nodes whose results this call reads
 
 
 class _FxFileSchema(msgspec.Struct):
@@ -78,6 +79,7 @@ class FxProgram:
     parameters: dict[str, list[str]] = field(default_factory=dict)
     outputs: tuple[str, ...] = ()
     grad_accumulation_order: tuple[str, ...] = ()
+    users: dict[str, tuple[str, ...]] = field(default_factory=dict)  # call -> calls reading it
 
 
 def load_fx_calls(path: Path) -> list[FxCall]:
@@ -121,12 +123,17 @@ def load_fx_program(path: Path, data: bytes | None = None) -> FxProgram:
                 innermost,
             )
         )
+    users: dict[str, list[str]] = defaultdict(list)
+    for node in nodes:
+        for source in node.inputs:
+            users[source].append(node.name)
     return FxProgram(
         calls,
         document.mode,
         document.parameters,
         tuple(document.outputs),
         tuple(document.grad_accumulation_order),
+        {name: tuple(readers) for name, readers in users.items()},
     )
 
 

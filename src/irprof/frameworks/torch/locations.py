@@ -83,20 +83,37 @@ def relative_to_any(path: str, roots: Sequence[str]) -> str | None:
     return best
 
 
+def _inside(path: str, roots: Sequence[str]) -> bool:
+    pure = PurePath(path)
+    return any(root and pure.is_relative_to(PurePath(root)) for root in roots)
+
+
 def user_frames(
-    raw_frames: Sequence[tuple[str, int, str]], script_dir: str, library_roots: Sequence[str]
+    raw_frames: Sequence[tuple[str, int, str]],
+    script_dir: str,
+    library_roots: Sequence[str],
+    framework_dirs: Sequence[str] = (),
 ) -> tuple[SourceFrame, ...]:
-    """Frames in the script's folder (relative to it); library frames only when there are none."""
-    own = [
-        SourceFrame(rel, line, function)
-        for file, line, function in raw_frames
-        if (rel := relative_to_any(file, [script_dir])) is not None
-    ]
-    if own:
-        return tuple(own)
+    """The chain of frames from the user's script to the model code that made the call,
+    outermost first: files in the script's folder relative to it, library files relative to
+    the longest `library_roots` entry (`transformers/models/gpt2/modeling_gpt2.py`).
+
+    Frames inside `framework_dirs` (torch's own package: `torch/nn/modules/linear.py` for
+    every `nn.Linear`) are dropped, so the innermost frame is the line of model code, the
+    user's or a library model's; kept only when the chain has nothing else.
+    """
+    kept = [frame for frame in raw_frames if not _inside(frame[0], framework_dirs)] or list(
+        raw_frames
+    )
     return tuple(
-        SourceFrame(relative_to_any(file, library_roots) or PurePath(file).name, line, function)
-        for file, line, function in raw_frames
+        SourceFrame(
+            relative_to_any(file, [script_dir])
+            or relative_to_any(file, library_roots)
+            or PurePath(file).name,
+            line,
+            function,
+        )
+        for file, line, function in kept
     )
 
 

@@ -5,17 +5,63 @@ Design notes: docs/pytorch.md, "Module notes", `frameworks/torch/lowering.py`.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from iree.compiler import ir, passmanager
 
 from irprof.errors import PipelineError
+from irprof.frameworks.torch.locations import FxNodeName
 from irprof.mlir.copy_loc_to_body import copy_loc_to_body
+from irprof.mlir.keys import innermost_source, runtime_names
+from irprof.mlir.locations import from_ir
 from irprof.mlir.stamp_origin import stamp_origin
 
 TORCH_LEVEL = "torch"
+LINALG_STAGE = "torch -> linalg lowering"
 TORCH_TO_LINALG_PIPELINE = (
     "builtin.module(torchdynamo-export-to-torch-backend-pipeline,"
     "torch-backend-to-linalg-on-tensors-backend-pipeline)"
 )
+
+
+@dataclass(frozen=True)
+class FailedOp:
+    """An op a lowering diagnostic names: its FX call (from its NameLoc), source and message."""
+
+    node: str  # FX node, "" when the location names none
+    target: str  # ATen target of the node (`aten.diff.default`), "" when unknown
+    source: str  # innermost file:line:col of the location, "" when none
+    message: str  # the diagnostic's first line
+
+    def describe(self) -> str:
+        """`aten.diff.default (FX node diff, at f.py:8:0): failed to legalize ...`."""
+        where = ", ".join(
+            part
+            for part in (self.node and f"FX node {self.node}", self.source and f"at {self.source}")
+            if part
+        )
+        head = self.target or "an op"
+        return f"{head}{f' ({where})' if where else ''}: {self.message}"
+
+
+class LoweringError(PipelineError):
+    """The lowering pipeline failed; `failed_ops` are the ops its error diagnostics name."""
+
+    def __init__(self, message: str, failed_ops: tuple[FailedOp, ...]) -> None:
+        super().__init__(message)
+        self.failed_ops = failed_ops
+
+
+def failed_op(diagnostic: ir.DiagnosticInfo) -> FailedOp:
+    """The FX call and source of the op an error diagnostic is located at."""
+    loc = from_ir(diagnostic.location)
+    name = next(
+        (parsed for n in runtime_names(loc) if (parsed := FxNodeName.parse(n)) is not None), None
+    )
+    message = (str(diagnostic.message).splitlines() or [""])[0][:400]
+    return FailedOp(
+        name.node if name else "", name.target if name else "", innermost_source(loc) or "", message
+    )
 
 
 def stamp_torch_level(module: ir.Module) -> None:
@@ -30,5 +76,6 @@ def lower_torch_to_linalg(module: ir.Module) -> None:
             manager = passmanager.PassManager.parse(TORCH_TO_LINALG_PIPELINE)
             manager.run(module.operation)
         except ir.MLIRError as exc:
-            raise PipelineError(f"torch -> linalg lowering failed: {exc}") from exc
+            failed = tuple(failed_op(d) for d in exc.error_diagnostics)
+            raise LoweringError(f"{LINALG_STAGE} failed: {exc}", failed) from exc
     copy_loc_to_body(module.operation)

@@ -6,9 +6,12 @@ Design notes: docs/pytorch.md, "Module notes", `frameworks/torch/runner.py`.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
+import re
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +24,6 @@ from iree.compiler.extras.fx_importer import ContextCache, FxImporter, GraphNode
 from irprof.bundle import Manifest, RunBundle, fingerprint_files
 from irprof.capture.entry import EntryError, add_entry_options, load_entry, package_versions
 from irprof.capture.subprocess_run import ERROR_PREFIX  # the parent shows such lines as the error
-from irprof.errors import PipelineError
 from irprof.fileio import write_bytes_atomic, write_text_atomic
 from irprof.frameworks.torch.locations import (
     FxNodeName,
@@ -32,7 +34,13 @@ from irprof.frameworks.torch.locations import (
     parse_stack_trace,
     user_frames,
 )
-from irprof.frameworks.torch.lowering import lower_torch_to_linalg, stamp_torch_level
+from irprof.frameworks.torch.lowering import (
+    LINALG_STAGE,
+    FailedOp,
+    LoweringError,
+    lower_torch_to_linalg,
+    stamp_torch_level,
+)
 from irprof.frameworks.torch.steps_runner import (
     MODES,
     ModelSpec,
@@ -81,6 +89,15 @@ def library_roots() -> list[str]:
     return [p for p in sys.path if p and os.path.isdir(p)]
 
 
+# torch's own package: its frames (`nn.Linear.forward`) are dropped from node locations, so
+# each op is placed at the model code calling it (`user_frames`).
+FRAMEWORK_DIRS = tuple(
+    dict.fromkeys(
+        str(p.parent) for p in (Path(torch.__file__).absolute(), Path(torch.__file__).resolve())
+    )
+)
+
+
 def describe_nodes(program: torch.export.ExportedProgram, script_dir: str) -> list[dict[str, Any]]:
     """The exported (pre-decomposition) call nodes: what eager mode runs as one aten call each.
 
@@ -91,7 +108,9 @@ def describe_nodes(program: torch.export.ExportedProgram, script_dir: str) -> li
     described = []
     for index, node in enumerate(n for n in program.graph.nodes if n.op == "call_function"):
         node.meta["custom"] = {**node.meta.get("custom", {}), NODE_TAG: node.name}
-        frames = user_frames(model_frames(node.meta.get("stack_trace")), script_dir, roots)
+        frames = user_frames(
+            model_frames(node.meta.get("stack_trace")), script_dir, roots, FRAMEWORK_DIRS
+        )
         stack = node.meta.get("nn_module_stack") or {}
         described.append(
             {
@@ -100,6 +119,9 @@ def describe_nodes(program: torch.export.ExportedProgram, script_dir: str) -> li
                 "target": str(node.target),
                 "modules": [[path, module_class_name(str(cls))] for path, cls in stack.values()],
                 "frames": [[f.file, f.line, f.function] for f in frames],
+                # def-use: a call that decomposition removes or merges (a no-op `to`) is
+                # absorbed by its users, which is where its event's time goes
+                "inputs": [n.name for n in node.all_input_nodes if n.op == "call_function"],
             }
         )
     return described
@@ -137,7 +159,35 @@ def relativize_stack_traces(program: torch.export.ExportedProgram, script_dir: s
     for node in program.graph.nodes:
         raw = model_frames(node.meta.get("stack_trace"))
         if raw:
-            node.meta["stack_trace"] = format_stack_trace(user_frames(raw, script_dir, roots))
+            node.meta["stack_trace"] = format_stack_trace(
+                user_frames(raw, script_dir, roots, FRAMEWORK_DIRS)
+            )
+
+
+@dataclass(frozen=True)
+class FrozenProgram:
+    """What `FxImporter.import_frozen_program` reads of an ExportedProgram, with the value of
+    every buffer in `state_dict`.
+
+    The importer looks buffers up in `state_dict` only; torch.export keeps a non-persistent
+    buffer (`register_buffer(..., persistent=False)`, BERT's `position_ids`) in `constants`
+    instead, so the importer fails with "Could not find state mapping for buffer".
+    """
+
+    graph_signature: Any
+    state_dict: dict[str, Any]
+    constants: dict[str, Any]
+    graph: Any
+
+
+def frozen_program(program: torch.export.ExportedProgram) -> FrozenProgram:
+    """`program`'s graph and signature with non-persistent buffers added to its state mapping."""
+    state = dict(program.state_dict)
+    constants = dict(program.constants)
+    for buffer in program.graph_signature.inputs_to_buffers.values():
+        if buffer not in state and buffer in constants:
+            state[buffer] = constants[buffer]
+    return FrozenProgram(program.graph_signature, state, constants, program.graph)
 
 
 def import_program(program: torch.export.ExportedProgram, context: ir.Context) -> ir.Module:
@@ -157,7 +207,7 @@ def import_program(program: torch.export.ExportedProgram, context: ir.Context) -
         return GraphNodeImporter(fx_importer, ctx, _NamedLocations(cache, locate), block)
 
     importer = FxImporter(context=context, graph_node_importer_cls=node_importer)
-    importer.import_frozen_program(program)
+    importer.import_frozen_program(frozen_program(program))
     return importer.module
 
 
@@ -200,38 +250,151 @@ def decomposition_table(decompose: str) -> Any:
     return table
 
 
+# torch.fx.Interpreter's diagnostic on the exception of a node it was running; the only place
+# `run_decompositions` names the node that failed.
+_EXECUTING_RE = re.compile(r"While executing %([A-Za-z0-9_]+)")
+MAX_KEPT_WHOLE_TRIES = 8
+DECOMPOSE_STAGE = "run_decompositions"
+
+
+def failing_node(graph: torch.fx.Graph, error: BaseException) -> torch.fx.Node | None:
+    """The node of `graph` whose re-tracing raised `error` (or one of its causes), if named."""
+    nodes: dict[str, torch.fx.Node] = {node.name: node for node in graph.nodes}
+    seen: BaseException | None = error
+    while seen is not None:
+        match = _EXECUTING_RE.search(str(seen))
+        if match and match.group(1) in nodes:
+            return nodes[match.group(1)]
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
+def keep_whole_candidates(
+    graph: torch.fx.Graph, failing: torch.fx.Node | None, table: dict[Any, Any]
+) -> list[Any]:
+    """Targets the table decomposes, nearest producers of the failing node first.
+
+    A decomposition can give its result other strides than the op's own kernel (SDPA's math
+    path after a transpose), so the node that fails is often a later `view` of that result:
+    walk its inputs breadth-first. Without a named node, every decomposed target in order.
+    """
+    order: list[torch.fx.Node] = []
+    if failing is None:
+        order = [node for node in graph.nodes if node.op == "call_function"]
+    else:
+        queue, seen = [failing], {failing}
+        while queue:
+            node = queue.pop(0)
+            order.append(node)
+            for source in node.all_input_nodes:
+                if source not in seen:
+                    seen.add(source)
+                    queue.append(source)
+    targets = [node.target for node in order if node.op == "call_function" and node.target in table]
+    return list(dict.fromkeys(targets))[:MAX_KEPT_WHOLE_TRIES]
+
+
+def _first_line(error: BaseException) -> str:
+    return f"{type(error).__name__}: {(str(error).strip().splitlines() or [''])[0][:300]}"
+
+
 def decompose(
     program: torch.export.ExportedProgram, decompose: str
 ) -> torch.export.ExportedProgram:
-    """Functionalize and decompose `program` (tagged by `describe_nodes`), views retagged.
+    """`decompose_recorded` without its record."""
+    return decompose_recorded(program, decompose)[0]
+
+
+def decompose_recorded(
+    program: torch.export.ExportedProgram, decompose: str
+) -> tuple[torch.export.ExportedProgram, dict[str, Any]]:
+    """Functionalize and decompose `program` (tagged by `describe_nodes`), views retagged; and
+    what the decomposition did, for the manifest.
+
+    When torch's own `run_decompositions` fails (GPT-2's SDPA: the decomposed attention's
+    strides break a later `view`), the ops it decomposes nearest the failing node are kept
+    whole one at a time; then an empty table (`--decompose none`). The failure, its node and
+    op and what was kept whole are recorded.
 
     Functionalization re-creates the views of tensors mutated in place at their first use and
     names them after that use; `repair_view_replay` gives each back to its own call.
     """
-    lowered: torch.export.ExportedProgram = program.run_decompositions(
-        decomposition_table(decompose)
-    )
+    table = decomposition_table(decompose)
+    record: dict[str, Any] = {"table": decompose}
+    try:
+        lowered = program.run_decompositions(table)
+    except Exception as error:  # torch raises many types from inside its tracer
+        failing = failing_node(program.graph, error)
+        record["failure"] = {
+            "stage": DECOMPOSE_STAGE,
+            "node": failing.name if failing is not None else "",
+            "op": str(failing.target) if failing is not None else "",
+            "error": _first_line(error),
+        }
+        lowered = _decompose_keeping_whole(program, table, failing, record)
     repair_view_replay(program.graph, lowered.graph, NODE_TAG)
-    return lowered
+    return lowered, record
 
 
-def describe_signature(program: torch.export.ExportedProgram) -> dict[str, Any]:
+def _decompose_keeping_whole(
+    program: torch.export.ExportedProgram,
+    table: dict[Any, Any],
+    failing: torch.fx.Node | None,
+    record: dict[str, Any],
+) -> torch.export.ExportedProgram:
+    """`run_decompositions` with one op kept whole, then with none decomposed (see `decompose`)."""
+    tries: list[tuple[Any, ...] | None] = [
+        (target,) for target in keep_whole_candidates(program.graph, failing, table)
+    ]
+    if table:
+        tries.append(None)  # the empty table: every op whole
+    last: Exception | None = None
+    for kept in tries:
+        trial = {} if kept is None else {k: v for k, v in table.items() if k not in kept}
+        try:
+            lowered: torch.export.ExportedProgram = program.run_decompositions(trial)
+        except Exception as error:  # as above
+            last = error
+            continue
+        record["kept_whole"] = sorted(str(target) for target in kept or ())
+        record["table"] = "none" if kept is None else f"{record['table']} (ops kept whole)"
+        return lowered
+    failure = record["failure"]
+    raise ScriptError(
+        f"torch's {DECOMPOSE_STAGE} failed at FX node {failure['node'] or '?'} "
+        f"({failure['op'] or 'op unknown'}): {failure['error']}; keeping each nearby op whole and "
+        f"decomposing nothing failed too ({_first_line(last) if last else 'no other table'})"
+    )
+
+
+def describe_signature(
+    program: torch.export.ExportedProgram, model: torch.nn.Module
+) -> dict[str, Any]:
     """The call nodes that read each parameter and those that produce the outputs.
 
     A training step's gradient accumulation into a parameter and the seed gradient of the loss
     are backward work with no forward op of their own; these name the calls they belong to.
+    Parameters are keyed by identity under the name `model.named_parameters()` gives them (the
+    name the gradient accumulation order uses): a tied weight (GPT-2's `wte.weight` is
+    `lm_head.weight`) is one parameter with one AccumulateGrad, though export lists it under
+    each of its names and may leave one of those placeholders unused.
     """
-    parameter_of = {
-        spec.arg.name: spec.target
-        for spec in program.graph_signature.input_specs
-        if spec.kind == torch.export.graph_signature.InputKind.PARAMETER
-    }
+    canonical = {id(parameter): name for name, parameter in model.named_parameters()}
+    parameter_of = {}
+    for spec in program.graph_signature.input_specs:
+        if spec.kind == torch.export.graph_signature.InputKind.PARAMETER and spec.target:
+            tensor = model.get_parameter(spec.target)
+            parameter_of[spec.arg.name] = canonical.get(id(tensor), spec.target)
     parameters: dict[str, list[str]] = {}
     outputs: list[str] = []
     for node in program.graph.nodes:
         if node.op == "placeholder" and node.name in parameter_of:
-            users = [user.name for user in node.users if user.op == "call_function"]
-            parameters[parameter_of[node.name]] = users
+            readers = parameters.setdefault(parameter_of[node.name], [])
+            readers += [
+                user.name
+                for user in node.users
+                if user.op == "call_function" and user.name not in readers
+            ]
         elif node.op == "output":
             for arg in node.all_input_nodes:
                 if arg.op == "call_function":
@@ -268,30 +431,49 @@ def export_program(spec: ModelSpec, script: Path) -> torch.export.ExportedProgra
         ) from error
 
 
+@dataclass(frozen=True)
+class WrittenIr:
+    """What `write_ir` wrote: the levels, how the program was decomposed, the failed levels."""
+
+    levels: tuple[str, ...]
+    decomposition: dict[str, Any]
+    failed_levels: list[dict[str, Any]]
+
+
 def write_ir(
     program: torch.export.ExportedProgram, args: argparse.Namespace, levels: tuple[str, ...]
-) -> None:
-    """Decompose, import and (with `linalg` in `levels`) lower; write each level's IR."""
+) -> WrittenIr:
+    """Decompose, import and (with `linalg` in `levels`) lower; write each level's IR.
+
+    A level whose lowering fails is listed with its stage and the ops the diagnostics name;
+    the levels above it are kept, so what could be captured is profiled and annotated.
+    """
     script = args.script.resolve()
     bundle = RunBundle(args.staging)
-    lowered_program = decompose(program, args.decompose)
+    lowered_program, decomposition = decompose_recorded(program, args.decompose)
     context = ir.Context()
     relativize_stack_traces(lowered_program, str(script.parent))
     torch_module = import_program(lowered_program, context)
     stamp_torch_level(torch_module)
     write_text_atomic(bundle.ir_path("torch"), print_module(torch_module))
-    if "linalg" in levels:
-        try:
-            lower_torch_to_linalg(torch_module)
-        except PipelineError as error:
-            # The parent shows one line: keep MLIR's first diagnostic, which names the op.
-            lines = str(error).splitlines()
-            first = next((line for line in lines if line.startswith("error:")), lines[0])
-            raise ScriptError(
-                f"{script}: torch -> linalg lowering failed: {first[:400]} (capture with "
-                "--levels torch to skip the linalg level, or try the other --decompose setting)"
-            ) from error
-        write_text_atomic(bundle.ir_path("linalg"), print_module(torch_module))
+    if "linalg" not in levels:
+        return WrittenIr(("torch",), decomposition, [])
+    try:
+        lower_torch_to_linalg(torch_module)
+    except LoweringError as error:
+        failed = error.failed_ops or (FailedOp("", "", "", str(error).splitlines()[0][:400]),)
+        failure = {
+            "level": "linalg",
+            "stage": LINALG_STAGE,
+            "op": failed[0].target,
+            "node": failed[0].node,
+            "source": failed[0].source,
+            "error": failed[0].message,
+            "ops": [dataclasses.asdict(op) for op in failed],
+        }
+        return WrittenIr(("torch",), decomposition, [failure])
+    write_text_atomic(bundle.ir_path("linalg"), print_module(torch_module))
+    return WrittenIr(("torch", "linalg"), decomposition, [])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -305,8 +487,8 @@ def main(argv: list[str] | None = None) -> int:
     bundle = RunBundle(args.staging)
     exported = export_program(spec, script)
     nodes = describe_nodes(exported, str(script.parent))
-    signature = describe_signature(exported)
-    write_ir(exported, args, levels)
+    signature = describe_signature(exported, spec.model)
+    written = write_ir(exported, args, levels)
     record = profile_model(
         spec, args.steps, args.warmup, args.staging / TRACE_FILE, args.staging / REFERENCE_FILE
     )
@@ -332,11 +514,13 @@ def main(argv: list[str] | None = None) -> int:
                 versions=package_versions(
                     {"torch": torch.__version__}, ("iree-base-compiler", "irprof")
                 ),
-                ir_levels=("torch", "linalg") if "linalg" in levels else ("torch",),
+                ir_levels=written.levels,
                 trace_files=(TRACE_FILE, REFERENCE_FILE),
                 options={
                     "warmup": args.warmup,
                     "decompose": args.decompose,
+                    "decomposition": written.decomposition,
+                    "failed_levels": written.failed_levels,
                     "threads": args.threads,
                     "mode": spec.mode,
                     "fx_nodes": FX_NODES_FILE,
