@@ -54,6 +54,19 @@ def annotatable_levels(bundle: RunBundle) -> list[str]:
     return [level for level in framework.levels if level in present]
 
 
+def failed_level_reason(bundle: RunBundle, level: str) -> str:
+    """Why the capture could not produce `level`, from the manifest's `failed_levels` record
+    (stage, op, error), as a clause; "" when none was recorded."""
+    for failed in bundle.manifest().options.get("failed_levels") or []:
+        if isinstance(failed, dict) and failed.get("level") == level:
+            op = f" on {failed['op']}" if failed.get("op") else ""
+            return (
+                f": the capture's {failed.get('stage') or 'lowering'} failed{op} "
+                f"({str(failed.get('error'))[:200]}); the other levels can be annotated"
+            )
+    return ""
+
+
 def choose_level(bundle: RunBundle, level: str | None) -> str:
     """`level`, checked; by default the first correlator level present in the bundle."""
     framework = bundle_framework(bundle)
@@ -65,7 +78,10 @@ def choose_level(bundle: RunBundle, level: str | None) -> str:
                 f"(it knows {', '.join(framework.levels)})"
             )
         if level not in present:
-            raise BundleError(f"{bundle.ir_path(level)}: no IR for level '{level}' in this run")
+            raise BundleError(
+                f"{bundle.ir_path(level)}: no IR for level '{level}' in this run"
+                + failed_level_reason(bundle, level)
+            )
         return level
     levels = annotatable_levels(bundle)
     if not levels:

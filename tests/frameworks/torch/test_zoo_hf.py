@@ -401,3 +401,8 @@ def test_level_that_fails_to_lower_is_listed_and_the_torch_level_kept(
     )
     coverage = CORRELATOR.correlate(RunBundle(out), "torch", CorrelationOptions()).coverage
     assert coverage.attributed_ns >= 0.99 * coverage.profiled_ns
+    # Annotating the level that failed says why, instead of only "no IR".
+    assert main(["annotate", str(out), "--level", "linalg"]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert "no IR for level 'linalg'" in err
+    assert "torch -> linalg lowering failed on aten.diff.default" in err
