@@ -19,12 +19,12 @@ pytestmark = pytest.mark.torch
 import torch  # noqa: E402
 from torch import nn  # noqa: E402
 
-from irprof.frameworks.torch.runner import (  # noqa: E402
+from irprof.frameworks.torch.decomposition import (  # noqa: E402
     NODE_TAG,
     decompose,
     decomposition_table,
-    describe_nodes,
 )
+from irprof.frameworks.torch.runner import describe_nodes  # noqa: E402
 from irprof.frameworks.torch.view_replay import REGENERATED, node_tag  # noqa: E402
 
 

@@ -280,7 +280,8 @@ def test_non_persistent_buffer_is_imported() -> None:
     state dict: the importer gets it in its state mapping (BERT's position_ids)."""
     from iree.compiler import ir
 
-    from irprof.frameworks.torch.runner import decompose, import_program
+    from irprof.frameworks.torch.decomposition import decompose
+    from irprof.frameworks.torch.runner import import_program
 
     namespace: dict[str, Any] = {}
     exec(BUFFER_MODEL, namespace)
@@ -344,7 +345,7 @@ def test_decomposition_failure_keeps_the_breaking_op_whole() -> None:
     """torch's SDPA decomposition gives other strides than its kernel, so a later view fails
     in run_decompositions; the op nearest the failing node that the table decomposes is kept
     whole and the failure recorded with its stage and op."""
-    from irprof.frameworks.torch.runner import decompose_recorded
+    from irprof.frameworks.torch.decomposition import decompose_recorded
 
     namespace: dict[str, Any] = {}
     exec(SDPA_MODEL, namespace)
