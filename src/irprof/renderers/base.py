@@ -47,6 +47,7 @@ _EXPORTS: Registry[ExportRenderer] = Registry("export format")
 _EXPORTS.register("perfetto", "irprof.renderers.perfetto_proto:RENDERER")
 _EXPORTS.register("chrome", "irprof.renderers.chrome_trace:CHROME")
 _EXPORTS.register("model-explorer", "irprof.renderers.model_explorer:RENDERER")
+_EXPORTS.register("model-explorer-graph", "irprof.renderers.model_explorer_graph:RENDERER")
 _EXPORTS.register("mlgo-log", "irprof.renderers.mlgo_log:RENDERER")
 
 
