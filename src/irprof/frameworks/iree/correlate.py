@@ -22,7 +22,13 @@ from irprof.frameworks.iree.reasons import (
     named_origins,
     source_reasons,
 )
-from irprof.frameworks.iree.sites import SiteMap, assign_rows, launch_sites, region_plans
+from irprof.frameworks.iree.sites import (
+    LaunchTimes,
+    SiteMap,
+    assign_rows,
+    launch_sites,
+    region_plans,
+)
 from irprof.mlir.context import make_context
 from irprof.mlir.load import load_module
 from irprof.mlir.op_index import OpInfo, derive_op_infos
@@ -31,6 +37,9 @@ from irprof.trace.model import EventKind, Trace
 
 FLOW = "flow"
 SHARE_BASIS = "share by estimated work (iteration points x body ops)"
+# How a profile says it repeats time other ops hold (`analyses.profiled_ops.ProfiledOp.inclusive`):
+# sums and rankings leave such an op out.
+INCLUSIVE = ":inclusive"
 
 
 class IreeCorrelator:
@@ -180,6 +189,8 @@ def _correlate_dispatches(
     ledger = Ledger()
     work_shares: dict[int, dict[str, float]] = defaultdict(dict)  # for each op's `source` text
     located = _located_targets(infos) if is_flow else {}
+    launches = LaunchTimes()
+    alone_with_rest: dict[int, dict[str, int]] = defaultdict(dict)  # op -> group -> measured ns
     profiled_ns = 0
     for row in rows:
         key = trace.name_of(row)
@@ -212,6 +223,10 @@ def _correlate_dispatches(
                 key, ts, duration, positions, [weights[p] for p in positions], rest,
                 basis="flops", group=group,
             )  # fmt: skip
+            if len(positions) == 1:
+                # One op and the unstamped rest: its time is still an estimated share.
+                shared = alone_with_rest[positions[0]]
+                shared[group] = shared.get(group, 0) + duration
         else:
             ledger.record(
                 key, ts, duration, positions, weights=[weights[p] for p in positions],
@@ -228,9 +243,14 @@ def _correlate_dispatches(
             launched = [site] if site is not None else sites.sites.get(key, [])
             for position in launched:
                 ledger.include(position, row, key, ts, duration / len(launched))
-    entries = _dispatch_entries(infos, ledger, work_shares, profiled_ns, level, source_ops[1])
+            launches.add(key, launched, duration)
+    entries = _dispatch_entries(
+        infos, ledger, work_shares, profiled_ns, level, source_ops[1], launches
+    )
+    _mark_shares_of_a_rest(entries, alone_with_rest)
+    _check_within_profiled(entries, profiled_ns, f"{source_trace} -> {level}")
     reasons, not_executed = (
-        flow_reasons(flow_infos, plans, set(entries))
+        flow_reasons(flow_infos, plans, set(entries), {trace.name_of(row) for row in rows})
         if is_flow
         else source_reasons(infos, set(entries), {trace.name_of(row) for row in rows}, *source_ops)
     )
@@ -294,8 +314,58 @@ def _located_targets(infos: list[OpInfo]) -> dict[int, int]:
     return targets
 
 
+def _inclusive_source(position: int, level: str, launches: LaunchTimes) -> str:
+    """What an inclusive profile holds: a launch site's own dispatches, or a call's."""
+    if level != FLOW:
+        return f"iree:call, the dispatch work of its callee's ops{INCLUSIVE}"
+    if position in launches.shared:
+        return (
+            "iree:dispatch launch, its events shared evenly with the other sites of its "
+            f"executable (not told apart by launch site){INCLUSIVE}"
+        )
+    return f"iree:dispatch launch, the time of its own launches{INCLUSIVE}"
+
+
 def _label(info: OpInfo, position: int) -> str:
     return info.key.name or f"{info.op_name}#{position}"
+
+
+def _mark_shares_of_a_rest(
+    entries: dict[int, OpProfileEntry], alone_with_rest: dict[int, dict[str, int]]
+) -> None:
+    """An op that shared its dispatch only with the work no op is named for holds an estimated
+    share too: its group is the dispatch, of two parts (the op and that rest), split by work."""
+    for position, groups in alone_with_rest.items():
+        entry = entries.get(position)
+        if entry is None or entry.data.group:
+            continue
+        group = max(groups, key=lambda name: (groups[name], name))
+        data = dataclasses.replace(
+            entry.data,
+            group=group,
+            group_total_ns=groups[group],
+            group_size=2,
+            share_basis="flops",
+        )
+        entries[position] = dataclasses.replace(entry, data=data)
+
+
+def _check_within_profiled(
+    entries: dict[int, OpProfileEntry], profiled_ns: int, where: str
+) -> None:
+    """Refuse a level whose per-op rows add up past the profiled time: every op that repeats
+    time others hold (a launch site, a call) must be marked inclusive."""
+    counted = sum(
+        entry.data.total_ns
+        for entry in entries.values()
+        if not entry.data.source.endswith(INCLUSIVE)
+    )
+    if counted > profiled_ns:
+        raise CorrelationError(
+            f"{where}: the ops' rows add up to {counted} ns, more than the {profiled_ns} ns "
+            "profiled: an op repeating other ops' time is not marked inclusive; this is a "
+            "correlator bug"
+        )
 
 
 def _dispatch_entries(
@@ -305,9 +375,11 @@ def _dispatch_entries(
     profiled_ns: int,
     level: str,
     missing: MissingOps,
+    launches: LaunchTimes,
 ) -> dict[int, OpProfileEntry]:
     """Position -> entry of every op with time (its shares, else its inclusive view); ops
-    whose key names nothing are left out."""
+    whose key names nothing are left out. At the flow level an executable's ops hold the time
+    of all its launches, listed by site, and each launch site inclusively its own."""
     entries: dict[int, OpProfileEntry] = {}
     for position in sorted(set(ledger.accounts) | set(ledger.inclusive)):
         info = infos[position]
@@ -321,6 +393,10 @@ def _dispatch_entries(
                 )
                 + f" ({SHARE_BASIS})"
             )
+            if level == FLOW:
+                source += launches.listed(
+                    sorted(work_shares[position]), lambda site: _label(infos[site], site)
+                )
             if position in missing.absorbed:
                 consumers = ", ".join(
                     _label(infos[other], other) for other in missing.absorbed[position]
@@ -338,9 +414,7 @@ def _dispatch_entries(
             )
         else:
             data = ledger.inclusive_data(
-                position,
-                profiled_ns,
-                source=f"iree:inclusive ({'dispatch launch' if level == FLOW else 'call'})",
+                position, profiled_ns, source=_inclusive_source(position, level, launches)
             )
         entries[position] = OpProfileEntry(
             key=OpKey(

@@ -18,9 +18,10 @@ from irprof.mlir.op_index import OpInfo
 
 INITIALIZER = "_initializer_"  # dispatch keys of module initializers (run once at load)
 # Host-side flow ops that only rename or re-view buffers: no run-time work of their own.
-FREE_HOST_OPS = frozenset(
-    {"flow.tensor.reshape", "flow.tensor.bitcast", "flow.executable", "flow.executable.export"}
-)
+FREE_HOST_OPS = frozenset({"flow.tensor.reshape", "flow.tensor.bitcast"})
+# The function's boundary: a buffer view argument or result taken as, or given from, a tensor
+# (IREE's `hal` dialect spec: an ownership and type change, no data moved and no dispatch).
+BOUNDARY_OPS = frozenset({"hal.tensor.import", "hal.tensor.export", "hal.tensor.barrier"})
 
 
 @dataclass(frozen=True)
@@ -132,9 +133,11 @@ def source_reasons(
 
 
 def flow_reasons(
-    flow_infos: list[OpInfo], plans: dict[str, DispatchPlan], annotated: set[int]
+    flow_infos: list[OpInfo], plans: dict[str, DispatchPlan], annotated: set[int], ran: set[str]
 ) -> tuple[dict[int, str], set[int]]:
-    """Why each flow op got no time: in a dispatch that never ran, or host-side."""
+    """Why each flow op got no time: in a dispatch that never ran, or host-side; and the ones
+    that cannot run (declarations, boundary ops, a named op's payload): `ran` holds the
+    dispatch keys with profiled events."""
     in_plan = {position: plan.key for plan in plans.values() for position in plan.flow_weights}
     reasons: dict[int, str] = {}
     free: set[int] = set()
@@ -143,15 +146,43 @@ def flow_reasons(
             continue
         key = info.key
         if position in in_plan and key.name is None and key.source is None and key.origin is None:
+            # Not an op of its own at run time: the scalar payload the named op applies per
+            # element, like a sort's comparator (`correlate.payload`).
             reasons[position] = (
                 f"in {in_plan[position]} without a location (loc(unknown): the body of a named "
                 "op IREE generated): its time is on the op around it"
             )
+            if in_plan[position] in ran:
+                free.add(position)
         elif position in in_plan:
             reasons[position] = f"in {in_plan[position]}, which did not run in the profiled steps"
+        elif _declares(info):
+            reasons[position] = (
+                "declaration (an executable, its export or the export's workgroup count): "
+                "no run-time work of its own"
+            )
+            free.add(position)
         elif info.op_name in FREE_HOST_OPS or info.op_name.startswith("iree_tensor_ext."):
-            reasons[position] = "host-side or declaration op: no run-time work of its own"
+            reasons[position] = "host-side op that renames or re-views a buffer: no work"
+            free.add(position)
+        elif info.op_name in BOUNDARY_OPS:
+            reasons[position] = (
+                "takes or gives a function argument's buffer (an ownership change at the "
+                "function's boundary): no data moved, no dispatch"
+            )
             free.add(position)
         else:
             reasons[position] = "host-side op outside every dispatch (not profiled per op)"
     return reasons, free
+
+
+def _declares(info: OpInfo) -> bool:
+    """An executable, an export, or an op of an export's workgroup-count region."""
+    if info.op_name in ("flow.executable", "flow.executable.export"):
+        return True
+    parent = info.op.parent
+    while parent is not None:
+        if parent.name == "flow.executable.export":
+            return True
+        parent = parent.parent
+    return False

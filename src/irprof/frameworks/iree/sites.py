@@ -6,7 +6,7 @@ Design notes: docs/iree.md, "Module notes", `frameworks/iree/sites.py`.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from iree.compiler import ir
@@ -18,6 +18,7 @@ from irprof.trace.model import Trace
 LAUNCH = "flow.dispatch"
 REGION = "flow.dispatch.workgroups"
 ONCE_ONLY = ("util.initializer",)  # sites here run at module load, not in a profiled run
+MAX_SITES_LISTED = 8
 
 
 @dataclass(frozen=True)
@@ -123,3 +124,31 @@ def assign_rows(
         for key, (events, count) in sorted(uneven.items())
     ]
     return assigned, notes
+
+
+@dataclass
+class LaunchTimes:
+    """The time each launch site of each dispatch key ran, and the sites that shared events
+    they could not be told apart on (`assign_rows`)."""
+
+    by_key: dict[str, dict[int, float]] = field(default_factory=lambda: defaultdict(dict))
+    shared: set[int] = field(default_factory=set)
+
+    def add(self, key: str, launched: Sequence[int], duration: int) -> None:
+        """One event of `key`, run by its one site or shared evenly by `launched`."""
+        sites = self.by_key[key]
+        for position in launched:
+            sites[position] = sites.get(position, 0.0) + duration / len(launched)
+        if len(launched) > 1:
+            self.shared.update(launched)
+
+    def listed(self, keys: Sequence[str], label: Callable[[int], str]) -> str:
+        """ "; launched at SITE N ns, ..." for the executables `keys` ("" without a site)."""
+        found = [
+            f"{label(position)} {round(ns)} ns"
+            for key in keys
+            for position, ns in sorted(self.by_key.get(key, {}).items())
+        ]
+        if len(found) > MAX_SITES_LISTED:
+            found = [*found[:MAX_SITES_LISTED], f"{len(found) - MAX_SITES_LISTED} more"]
+        return "; launched at " + ", ".join(found) if found else ""
