@@ -19,6 +19,9 @@ class CorrelationOptions:
     """Knobs shared by correlators."""
 
     fused_time_rule: str = "default"  # each correlator documents what "default" means
+    # Also take time from untimed reference steps, where a capture has them (TF): by default
+    # they give structure only. Time taken so is listed in coverage and printed.
+    reference_time: bool = False
 
 
 @dataclass(frozen=True)

@@ -3,8 +3,9 @@
 A correlator feeds its events to the `Ledger` and builds its entries (how an op's entry reads is
 its own: locations, inclusive call ops); `finish_level` then checks conservation, counts the
 level's coverage (`mlir.module_coverage.coverage_for`), puts the ledger's totals in both records
-and a training step's phases in both (the per-op rows only in `opprofile.json`). See
-docs/attribution.md.
+and a training step's phases in both (the per-op rows only in `opprofile.json`), and runs the
+step-time check (`correlate.step_check`) when the correlator passes its step check: op time
+beyond a measured step is a loud warning. See docs/attribution.md.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 
 from irprof.correlate.base import CorrelationResult
 from irprof.correlate.ledger import Ledger
+from irprof.correlate.step_check import StepCheck
 from irprof.correlate.training import training_brief
 from irprof.mlir.module_coverage import coverage_for
 from irprof.mlir.op_index import OpInfo
@@ -37,14 +39,22 @@ def finish_level(
     coverage_extra: Mapping[str, Any] | None = None,
     training: dict[str, Any] | None = None,
     source_trace: str = "",
+    step_check: StepCheck | None = None,
 ) -> CorrelationResult:
     """One level's result from its ledger and entries (position in `infos` -> entry).
 
     The ops with an entry are the annotated ones. `totals` are the correlator's own figures for
     `OpProfile.totals` (the ledger's win over them); `coverage_extra` for `Coverage.extra`;
-    `where` names the trace and level in a conservation error.
+    `where` names the trace and level in a conservation error. `step_check`: the counted time
+    per measured step (`check_step_times`); an over-counted step is a warning, and its figures go
+    to `Coverage.extra["step_check"]`.
     """
     ledger.close(profiled_ns, where)
+    warnings = list(warnings)
+    if step_check is not None:
+        over = step_check.warning()
+        if over is not None:
+            warnings.insert(0, over)
     coverage = coverage_for(
         [(info.op, info.key) for info in infos],
         entries.keys(),
@@ -57,6 +67,8 @@ def finish_level(
         warnings=warnings,
     )
     extra: dict[str, Any] = {**(coverage_extra or {}), **ledger.totals()}
+    if step_check is not None:
+        extra["step_check"] = step_check.record()
     opprofile_totals: dict[str, Any] = {"profiled_ns": profiled_ns, **(totals or {})}
     opprofile_totals.update(ledger.totals())
     if training is not None:

@@ -57,7 +57,8 @@ TF = Framework(
     options="irprof.frameworks.tf.capture:TfCaptureOptions",
     cli="irprof.frameworks.tf.cli:register",
     correlator="irprof.frameworks.tf.correlate:CORRELATOR",
-    levels=("tf", "tf-standard", "post-grappler"),
+    # `xla`: the StableHLO XLA compiled a `jit_compile=True` function into, when there is one.
+    levels=("tf", "tf-standard", "post-grappler", "xla"),
     example="examples/tf_cnn.py",
     # The demo also dumps the graph after grappler, so it shows fused kernels as IR ops.
     demo_options={"post_grappler": True},

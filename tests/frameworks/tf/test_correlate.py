@@ -28,9 +28,13 @@ def bundle(name: str) -> RunBundle:
     return RunBundle(TF_FIXTURES / name)
 
 
-def correlate(name: str, level: str, rule: str = "default") -> CorrelationResult:
-    """Correlate one level of a fixture."""
-    return CORRELATOR.correlate(bundle(name), level, CorrelationOptions(fused_time_rule=rule))
+def correlate(
+    name: str, level: str, rule: str = "default", reference_time: bool = False
+) -> CorrelationResult:
+    """Correlate one level of a fixture (`reference_time`: also take the reference steps' time
+    for the kernels the timed steps did not record)."""
+    options = CorrelationOptions(fused_time_rule=rule, reference_time=reference_time)
+    return CORRELATOR.correlate(bundle(name), level, options)
 
 
 def by_name(result: CorrelationResult) -> dict[str, OpProfileEntry]:
@@ -54,7 +58,7 @@ def event_durations(run: RunBundle, index: int = 0) -> dict[str, list[int]]:
 
 def test_registered_as_the_tf_correlator() -> None:
     assert get_all_frameworks().get("tf").load_correlator() is CORRELATOR
-    assert CORRELATOR.levels == ("tf", "tf-standard", "post-grappler")
+    assert CORRELATOR.levels == ("tf", "tf-standard", "post-grappler", "xla")
 
 
 @pytest.mark.parametrize(
@@ -71,7 +75,7 @@ def test_registered_as_the_tf_correlator() -> None:
     ],
 )
 def test_coverage_meets_the_targets(fixture: str, level: str) -> None:
-    coverage = correlate(fixture, level).coverage
+    coverage = correlate(fixture, level, reference_time=True).coverage
     assert coverage.time_coverage >= 0.99
     assert coverage.nontrivial_coverage >= 0.95
     assert coverage.profiled_ns > 0
@@ -80,7 +84,7 @@ def test_coverage_meets_the_targets(fixture: str, level: str) -> None:
 def test_raw_training_graph_explains_the_ops_that_never_ran() -> None:
     # The raw training graph holds shape arithmetic and a dead input gradient; TensorFlow's own
     # dump of the executed graph shows grappler pruned or folded them.
-    coverage = correlate("cnn-train", "tf").coverage
+    coverage = correlate("cnn-train", "tf", reference_time=True).coverage
     assert coverage.time_coverage >= 0.99
     reasons = {o.op_name: o.reason for o in coverage.unmatched_ops}
     assert reasons["tf.Conv2DBackpropInput"].startswith("never ran: not in the graph")
@@ -114,7 +118,14 @@ def test_kernels_are_exact_trace_event_names() -> None:
     timed steps did not record, whose time is marked as taken from the reference steps."""
     run = bundle("cnn-train")
     timed, reference = event_durations(run), event_durations(run, 1)
-    result = correlate("cnn-train", "tf")
+    # By default the reference steps give structure only: no time, and a reason for those ops.
+    default = correlate("cnn-train", "tf").coverage
+    assert "reference_ns" not in default.extra
+    assert any(
+        o.reason.startswith("ran, recorded only by the untimed") for o in default.unmatched_ops
+    )
+    result = correlate("cnn-train", "tf", reference_time=True)
+    assert any("taken from the untimed reference steps" in w for w in result.coverage.warnings)
     from_reference = 0
     for entry in result.opprofile.entries:
         assert entry.data.kernels

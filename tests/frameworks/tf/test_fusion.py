@@ -118,9 +118,11 @@ def test_arithmetic_optimizer_rewrite_takes_the_adds_it_replaced() -> None:
     assert names(view, found.members_of("t/out")) == ["t/out"]
 
 
-def test_a_rewrite_outside_the_absent_ops_scope_claims_nothing() -> None:
+def test_a_rewrite_is_matched_by_def_use_not_by_its_name_scope() -> None:
+    """`u/...` sums x, y and z as s/add_1 does, and s/relu reads it where the IR reads s/add_1:
+    the names share no scope, the def-use decides."""
     rewrite = "u/ArithmeticOptimizer/AddOpsRewrite_x"
-    found, _ = membership(
+    found, view = membership(
         [
             node(rewrite, "AddN", "x", "y", "z"),
             node("s/relu", "Relu", rewrite),
@@ -128,7 +130,7 @@ def test_a_rewrite_outside_the_absent_ops_scope_claims_nothing() -> None:
             node("t/out", "AddV2", "s/relu", "t/mul"),
         ]
     )
-    assert found.members_of(rewrite) == []
+    assert names(view, found.members_of(rewrite)) == ["s/add_1", "s/add"]
 
 
 def test_fused_kernel_stops_at_a_value_another_node_reads() -> None:

@@ -318,8 +318,35 @@ def test_a_rewrite_nothing_reads_claims_nothing() -> None:
 
 
 def test_a_leaf_rewrite_shares_the_ops_of_the_rewrite_it_feeds() -> None:
-    """The leaves of an AddOpsRewrite tree feed the tree's root rewrite: they replaced the
-    same adds together."""
+    """The leaves of an AddOpsRewrite tree feed the tree's root rewrite: a leaf summing values
+    no IR op adds together (p + r, where the IR adds p + q first) replaced the same adds."""
+    leaf = "s/ArithmeticOptimizer/AddOpsRewrite_Leaf_0_add_1"
+    lines = [
+        op("p", "Neg", "x", name="p/neg"),
+        op("q", "Neg", "y", name="q/neg"),
+        op("r", "Neg", "z", name="r/neg"),
+        op("a", "AddV2", "p", "q", name="s/add"),
+        op("b", "AddV2", "a", "r", name="s/add_1"),
+        op("c", "Relu", "b", name="s/relu"),
+    ]
+    found, view = build(
+        lines,
+        "c",
+        [
+            node("p/neg", "Neg", "x"),
+            node("q/neg", "Neg", "y"),
+            node("r/neg", "Neg", "z"),
+            node(leaf, "AddN", "p/neg", "r/neg"),
+            node(REWRITE, "AddN", leaf, "q/neg"),
+            node("s/relu", "Relu", REWRITE),
+        ],
+    )
+    assert names(view, found.members_of(leaf)) == ["s/add_1", "s/add"]
+    assert found.members_of(REWRITE) == found.members_of(leaf)
+
+
+def test_a_leaf_rewrite_computing_an_original_add_takes_that_add() -> None:
+    """A leaf summing exactly what s/add sums computed s/add's value; the root took s/add_1."""
     leaf = "s/ArithmeticOptimizer/AddOpsRewrite_Leaf_0_add_1"
     found, view = build(
         CHAIN,
@@ -330,8 +357,8 @@ def test_a_leaf_rewrite_shares_the_ops_of_the_rewrite_it_feeds() -> None:
             node("s/relu", "Relu", REWRITE),
         ],
     )
-    assert names(view, found.members_of(leaf)) == ["s/add_1", "s/add"]
-    assert found.members_of(REWRITE) == found.members_of(leaf)
+    assert names(view, found.members_of(leaf)) == ["s/add"]
+    assert names(view, found.members_of(REWRITE)) == ["s/add_1"]
 
 
 def test_a_rewrite_also_returned_is_resolved_from_its_other_consumer() -> None:

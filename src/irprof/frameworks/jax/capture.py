@@ -18,6 +18,7 @@ from irprof.capture.subprocess_run import (
 )
 from irprof.errors import UsageError
 from irprof.frameworks.iree.backend import BackendPlan, capture_staged
+from irprof.frameworks.jax.paths import SYS_PATH_FILE, make_bundle_portable
 
 RUNNER_MODULE = "irprof.frameworks.jax.runner"
 IREE_PLAN = BackendPlan(
@@ -68,8 +69,11 @@ def capture_jax(
             label,
             "--mode",
             options.mode,
+            "--sys-path-out",
+            str(folder / SYS_PATH_FILE),
         ]
         with recording_noise(folder):
             run_runner(command, script=script_path, framework="JAX", timeout_s=options.timeout_s)
+        make_bundle_portable(folder, script_path.resolve().parent)
 
     return capture_staged(IREE_PLAN, options, run_framework, script=script_path, out=out_path)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from iree.compiler import ir
 
+from irprof.capture.paths import IMPORT_ROOT
 from irprof.mlir.cost_shapes import shape_of
 from irprof.mlir.op_index import OpIndex, OpInfo
 
@@ -142,7 +143,13 @@ class JaxOpIndex(OpIndex):
             return name
         cached = self._file_map.get(name)
         if cached is None:
-            candidates = [f for f in self.files if name.endswith("/" + f) or f.endswith("/" + name)]
+            # A portable IR spells library files `<sys.path>/<module path>` (`capture/paths.py`);
+            # the profiler's metadata keeps the absolute path that ends with that module path.
+            candidates = [
+                f
+                for f in self.files
+                if name.endswith("/" + f.removeprefix(IMPORT_ROOT + "/")) or f.endswith("/" + name)
+            ]
             cached = max(candidates, key=len) if candidates else name
             self._file_map[name] = cached
         return cached

@@ -9,6 +9,8 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass
 
+from iree.compiler import ir
+
 from irprof.frameworks.jax.hlo import DATA_MOVEMENT_OPCODES, HloInstructionInfo, HloModuleInfo
 from irprof.frameworks.jax.ir_index import IrTarget, JaxOpIndex, implements
 from irprof.mlir.cost_shapes import shape_of
@@ -52,7 +54,17 @@ class OrphanResolver:
             for position, info in enumerate(index.infos)
             if position not in reached and info.op_name not in ("func.func", "builtin.module")
         ]
+        self.arguments = _argument_names(index)
         self._cache: dict[str, OrphanPlacement | None] = {}
+
+    def unnamed(self, members: tuple[HloInstructionInfo, ...]) -> bool:
+        """No member names an IR op: no metadata, or (a copy XLA made of a parameter, e.g.
+        to change its layout) only the name of the entry function's argument it reads."""
+        return all(
+            not member.op_name
+            or (member.op_name in self.arguments and member.opcode in PREPARATION)
+            for member in members
+        )
 
     def place(self, instruction: str) -> OrphanPlacement | None:
         """Where the kernel of a metadata-less `instruction` belongs, or None."""
@@ -63,7 +75,7 @@ class OrphanResolver:
 
     def _place(self, instruction: str) -> OrphanPlacement | None:
         members = self.program.kernel_members(instruction)
-        if not members or any(m.op_name for m in members):
+        if not members or not self.unnamed(members):
             return None
         compute = [m for m in members if m.opcode not in PREPARATION | {"fusion", "call"}]
         if compute:
@@ -77,7 +89,7 @@ class OrphanResolver:
         if consumer is None:
             return self._loop_plumbing(instruction)
         fed = self.program.instructions[consumer]
-        if fed.op_name or any(m.op_name for m in self.program.kernel_members(consumer)):
+        if not self.unnamed((fed, *self.program.kernel_members(consumer))):
             return OrphanPlacement(consumer=consumer, how=f"layout copy feeding {consumer}")
         placed = self.place(consumer)
         if placed is None:
@@ -123,3 +135,27 @@ class OrphanResolver:
         if not targets:
             return None
         return OrphanPlacement(tuple(targets), how=f"plumbing of the loop {loop.name}")
+
+
+def _argument_names(index: JaxOpIndex) -> frozenset[str]:
+    """The location names of the public functions' arguments (`params['dense']['kernel']`):
+    the op name XLA gives an instruction that only copies a parameter."""
+    names: set[str] = set()
+    for info in index.infos:
+        if info.op_name != "func.func" or _is_private(info.op):
+            continue
+        for region in info.op.regions:
+            for block in region.blocks:
+                for argument in block.arguments:
+                    location = argument.location
+                    if isinstance(location, ir.NameLoc):
+                        names.add(location.name_str)
+    return frozenset(names)
+
+
+def _is_private(op: ir.Operation) -> bool:
+    attributes = op.attributes
+    return (
+        "sym_visibility" in attributes
+        and ir.StringAttr(attributes["sym_visibility"]).value == "private"
+    )

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import json
 import os
 import re
 import shutil
@@ -149,6 +150,9 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="irprof.frameworks.jax.runner")
     parser.add_argument("--script", type=Path, required=True)
     parser.add_argument("--out", type=Path, required=True)
+    # Where to write this interpreter's import roots, against which the parent makes the
+    # bundle's file names portable (`frameworks/jax/paths.py`).
+    parser.add_argument("--sys-path-out", type=Path, default=None)
     add_entry_options(parser, MODES)
     return parser.parse_args(list(argv))
 
@@ -156,6 +160,8 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one capture; exit code 0 ok, 2 usage error (one-line message on stderr)."""
     options = parse_args(sys.argv[1:] if argv is None else argv)
+    if options.sys_path_out is not None:
+        options.sys_path_out.write_text(json.dumps(sys.path), encoding="utf-8")
     try:
         capture(
             options.script,

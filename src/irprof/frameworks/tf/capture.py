@@ -28,7 +28,8 @@ from irprof.mlir.context import make_context
 from irprof.mlir.load import load_module, print_module
 
 # Lowering order of the IR levels a TF bundle can hold.
-TF_LEVELS = ("tf", "tf-standard", "post-grappler")
+TF_LEVELS = ("tf", "tf-standard", "post-grappler", "xla")
+MODES = ("infer", "train", "fit", "predict")
 RUNTIME_GRAPH_FILE = "tf_runtime_graph.json"
 REFERENCE_DIR = "reference"  # the untimed reference window's files, under RUN/trace/
 ONEDNN_ENV = {"on": "1", "off": "0"}
@@ -39,7 +40,9 @@ class TfCaptureOptions:
     """What to run and how to profile it; field names mirror the CLI options."""
 
     entry: str = "irprof_model"
-    mode: str = "infer"  # "infer" | "train"
+    # "infer" | "train": the entry's callable; "fit" | "predict": a Keras model's own `fit` /
+    # `predict`, one call per step, with whatever XLA compilation Keras chooses
+    mode: str = "infer"
     steps: int = 5
     warmup: int = 2
     # Levels of the untimed reference steps: 3 also records cheap kernels (_Arg, Reshape) and
@@ -50,12 +53,15 @@ class TfCaptureOptions:
     post_grappler: bool = False
     onednn: str = "default"  # "on" | "off" | "default": sets TF_ENABLE_ONEDNN_OPTS in the child
     eager: bool = False  # run op by op (trace has no node names; correlation by type and order)
+    # Give the kernels only the untimed reference steps recorded their time there (copied into
+    # every timed step, listed as `reference_ns`); off, the reference steps give structure only.
+    reference_time: bool = False
     timeout_s: float = 600.0
 
     def validate(self) -> None:
         """Raise UsageError on an option outside its range."""
         checks = (
-            (self.mode in ("infer", "train"), f"mode must be infer or train, not {self.mode!r}"),
+            (self.mode in MODES, f"mode must be one of {', '.join(MODES)}, not {self.mode!r}"),
             (self.steps >= 1, f"steps must be at least 1, not {self.steps}"),
             (self.warmup >= 0, f"warmup must be 0 or more, not {self.warmup}"),
             (1 <= self.host_level <= 3, f"host level must be 1-3, not {self.host_level}"),

@@ -20,7 +20,7 @@ def tf_command(
     ],
     out: Annotated[Path, typer.Option("-o", "--out", metavar="RUN", help="Run bundle to write.")],
     entry: Annotated[
-        str, typer.Option(help="Entry function in the script; called with mode=infer|train.")
+        str, typer.Option(help="Entry function in the script; called with mode=MODE.")
     ] = "irprof_model",
     steps: Annotated[int, typer.Option(help="Profiled steps.")] = 5,
     warmup: Annotated[int, typer.Option(help="Unprofiled warm-up steps.")] = 2,
@@ -34,7 +34,13 @@ def tf_command(
     python_level: Annotated[
         int, typer.Option(help="Python tracer level 0|1 of the untimed reference steps.")
     ] = 0,
-    mode: Annotated[str, typer.Option(help="infer | train (one optimizer step).")] = "infer",
+    mode: Annotated[
+        str,
+        typer.Option(
+            help="infer | train (one optimizer step) | fit | predict (a Keras model's own "
+            "model.fit / model.predict per step, XLA as Keras chooses).",
+        ),
+    ] = "infer",
     post_grappler: Annotated[
         bool, typer.Option("--post-grappler", help="Also dump the graph after grappler.")
     ] = False,
@@ -43,6 +49,14 @@ def tf_command(
     ] = "default",
     eager: Annotated[
         bool, typer.Option("--eager", help="Run op by op (no node names in the trace).")
+    ] = False,
+    reference_time: Annotated[
+        bool,
+        typer.Option(
+            "--reference-time",
+            help="Also give ops time from the untimed reference steps (kernels the timed steps "
+            "did not record); listed as reference_ns in coverage.",
+        ),
     ] = False,
     force: Annotated[bool, typer.Option("--force", help="Replace RUN if it exists.")] = False,
 ) -> None:
@@ -57,6 +71,7 @@ def tf_command(
         post_grappler=post_grappler,
         onednn=onednn,
         eager=eager,
+        reference_time=reference_time,
     )
     bundle = capture_tf(script, out, options, force=force)
     manifest = bundle.manifest()

@@ -20,17 +20,24 @@ from irprof.correlate.finish import finish_level
 from irprof.correlate.ledger import Ledger
 from irprof.errors import BundleError, CorrelationError
 from irprof.frameworks.tf.coverage import tf_op_reasons
-from irprof.frameworks.tf.fusion import ExecutedGraph, Membership
+from irprof.frameworks.tf.fusion import ExecutedGraph, Membership, feeds_only_pruned
 from irprof.frameworks.tf.graph import TfOpIndex, fused_chain
 from irprof.frameworks.tf.reference import load_reference_steps
 from irprof.frameworks.tf.shapes import RuntimeShapes, shaped_flops
 from irprof.frameworks.tf.training import tf_training_record
+from irprof.frameworks.tf.xla import (
+    XLA_LEVEL,
+    borrowed_warning,
+    join_xla,
+    timed_step_check,
+    with_structure_reasons,
+)
 from irprof.mlir.cost_model import estimate_flops, share_weights
 from irprof.mlir.locations import render
 from irprof.mlir.op_index import OpInfo
 from irprof.trace.model import EventKind, Trace
 
-TF_LEVELS = ("tf", "tf-standard", "post-grappler")
+TF_LEVELS = ("tf", "tf-standard", "post-grappler", XLA_LEVEL)
 RAW_LEVEL = "tf"
 EAGER_PREFIX = "EagerLocalExecute: "
 PLUMBING_KERNELS = {
@@ -38,6 +45,10 @@ PLUMBING_KERNELS = {
     "_Retval": "function result copy-out (the IR return op has no named location)",
 }
 MAX_LOCATION_CHARS = 240
+DEAD_AT_LEVEL = (
+    "ran (a stateful read the runtime keeps), but every op reading its value was pruned by "
+    "grappler, and this level's pipeline removed it as dead code: no op here does its work"
+)
 
 
 def _step_mask(trace: Trace, marker: str) -> np.ndarray:
@@ -158,6 +169,9 @@ def _resolve_event(
         return [owner], ""
     raw_view = reference()
     if raw_view is not None and raw_view.resolve(node):
+        raw = raw_view.resolve(node)
+        if membership is not None and feeds_only_pruned(raw_view, raw, membership):
+            return [], DEAD_AT_LEVEL
         return [], (
             f"an op of the raw `{RAW_LEVEL}` level that this level's pipeline moved or merged "
             "(no op here reads the same arguments)"
@@ -165,7 +179,7 @@ def _resolve_event(
     if membership is not None and node in membership.graph.nodes:
         return [], (
             "no op with this node name at this level, and the executed graph does not show "
-            "which op it replaced (a rewrite with no unique absent producer in its name scope)"
+            "which op it replaced (no unique absent op computes its value from the same inputs)"
         )
     return [], "no op with this node name at this level (renamed, merged or not in the IR)"
 
@@ -248,13 +262,20 @@ def correlate_module(
     trace_path = _trace_file(bundle)
     trace = bundle.trace()
     view = TfOpIndex.of(module)
-    graph = ExecutedGraph.of_bundle(bundle)
+    graph = ExecutedGraph.of_bundle(bundle) if level != XLA_LEVEL else None
     membership = Membership.build(view, graph) if graph is not None else None
     in_steps = _step_mask(trace, manifest.option_str("step_marker", "irprof_step"))
     op_rows = np.nonzero(in_steps & (trace.kind == int(EventKind.FRAMEWORK_OP)))[0]
     warnings: list[str] = []
     reference_ns = 0
-    if len(op_rows):
+    untimed = Ledger()  # the reference steps' stand-ins, when their time is not taken
+    # XLA clusters: thunks -> HLO -> TF ops; the events that launched them are no op time.
+    ledger = Ledger()
+    xla = join_xla(trace, in_steps, op_rows, view, ledger, options.fused_time_rule)
+    op_rows = op_rows[~np.isin(op_rows, list(xla.launch_rows))]
+    if level == XLA_LEVEL:
+        op_rows = op_rows[:0]  # the XLA level holds the clusters' work only
+    elif len(op_rows) or xla.launch_rows:
         marker = manifest.option_str("step_marker", "irprof_step")
         reference = load_reference_steps(bundle, trace, op_rows, marker)
         shape_source = (reference.trace, reference.rows) if reference else (trace, op_rows)
@@ -264,16 +285,21 @@ def correlate_module(
             else None
         )
         raw = _raw_level(bundle, level)
-        ledger = _attribute_graph_events(
-            trace, op_rows, view, raw, membership, options.fused_time_rule, shapes
+        _attribute_graph_events(
+            trace, op_rows, view, raw, membership, options.fused_time_rule, shapes, ledger
         )
         if reference is not None and len(reference.stand_ins):
-            # Kernels the timed steps (host level 2) did not record, from the reference steps.
+            # Kernels the timed steps (host level 2) did not record, from the reference steps:
+            # structure only, unless the user asked for their time (`--reference-time`).
+            borrow = options.reference_time or manifest.options.get("reference_time") is True
             _attribute_graph_events(
                 reference.trace, reference.stand_ins, view, raw, membership,
-                options.fused_time_rule, shapes, ledger, "xplane-reference",
+                options.fused_time_rule, shapes, ledger if borrow else untimed,
+                "xplane-reference",
             )  # fmt: skip
-            reference_ns = int(reference.trace.dur_ns[reference.stand_ins].sum())
+            if borrow:
+                reference_ns = int(reference.trace.dur_ns[reference.stand_ins].sum())
+                warnings.append(borrowed_warning(reference_ns))
     else:
         eager = np.array(
             [n.startswith(EAGER_PREFIX) and "__inference_" not in n for n in trace.strings]
@@ -287,8 +313,10 @@ def correlate_module(
             "of the same type in IR order within each step, which is a guess when a type "
             "repeats"
         )
-    profiled_ns = int(trace.dur_ns[op_rows].sum()) + reference_ns
+    profiled_ns = int(trace.dur_ns[op_rows].sum()) + xla.profiled_ns + reference_ns
+    warnings += xla.warnings
     reasons, never_ran = tf_op_reasons(bundle, view, ledger, membership)
+    reasons, never_ran = with_structure_reasons(reasons, never_ran, ledger, xla, untimed)
     source = membership.graph.source if membership is not None else None
     return finish_level(
         ledger,
@@ -305,9 +333,13 @@ def correlate_module(
         coverage_extra={
             "runtime_graph_source": source,
             **({"reference_ns": reference_ns} if reference_ns else {}),
+            **({"xla": xla.record()} if xla.modules else {}),
         },
         training=tf_training_record(view, ledger),
         source_trace=str(trace_path.relative_to(bundle.root)),
+        step_check=timed_step_check(
+            trace, manifest.option_str("step_marker", "irprof_step"), op_rows, xla, reference_ns
+        ),
     )
 
 

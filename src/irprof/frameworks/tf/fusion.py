@@ -20,6 +20,11 @@ FOLDING_PREFIX = "ConstantFolding/"
 REWRITE_MARKER = "/ArithmeticOptimizer/"
 CONSTANT_OPS = frozenset({"tf.Const"})
 CONSTANT_KERNELS = frozenset({"Const", "HostConst"})
+# Kernels the runtime's lowering of If/While/Case adds: plumbing of a control-flow op, never a
+# rewrite of an IR op (`TfOpIndex.control_flow_owner` resolves them).
+CONTROL_FLOW_KERNELS = frozenset(
+    {"Enter", "Exit", "Merge", "Switch", "NextIteration", "LoopCond", "NoOp", "ControlTrigger"}
+)
 MAX_MEMBERS = 256  # a layer norm is ~10 ops; a walk this long has left the fused node
 
 
@@ -34,6 +39,10 @@ class ExecutedNode:
     # The data inputs in order, as (producer node, output port): what a kernel event's
     # recorded input shapes describe, one by one.
     data_inputs: tuple[tuple[str, int], ...] = ()
+
+    def data_edges(self) -> tuple[tuple[str, int], ...]:
+        """The data inputs, or every input at port 0 when only names were recorded."""
+        return self.data_inputs or tuple((name, 0) for name in self.inputs)
 
 
 @dataclass
@@ -84,11 +93,53 @@ def _data_input(text: str) -> tuple[str, int]:
     return text, 0
 
 
+def feeds_only_pruned(view: TfOpIndex, positions: list[int], membership: Membership) -> bool:
+    """Whether the ops at `positions` of another level's `view` have readers, none of which ran
+    (not in the executed graph): a value only dead code used (an RNN's first step computed
+    outside its loop, which grappler prunes while keeping the variable reads it made)."""
+    readers = [
+        owner if isinstance(owner, ir.Operation) else owner.operation
+        for position in positions
+        for result in view.infos[position].op.results
+        for use in result.uses
+        if (owner := use.owner) is not None
+    ]
+    entry = view.entry_name()
+    if not readers or any(view.function_of[p] != entry for p in positions):
+        return False  # a function's node names are not the executed graph's: cannot tell
+    for operation in readers:
+        reader = view.position_of.get(operation)
+        if reader is None:
+            return False  # a terminator or an op the index does not name: it may have run
+        name = split_function_suffix(view.infos[reader].keys.name or "")[0]
+        if not name or name in membership.graph.nodes or name in membership.graph.folded:
+            return False
+    return True
+
+
 def name_scope(node: str) -> str:
     """The scope a node was created under (a rewrite node's scope is its original's)."""
     if REWRITE_MARKER in node:
         return node.split(REWRITE_MARKER, 1)[0]
     return node.rsplit("/", 1)[0] if "/" in node else ""
+
+
+@dataclass(frozen=True)
+class Leaves:
+    """What a value is computed from, back to the values that ran as nodes of their own: those
+    values (`("op", position, result)` or `("arg", name, 0)`) and the arguments neither side
+    can name, compared by number."""
+
+    named: frozenset[tuple[str, str, int]]
+    unnamed: frozenset[str]
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Leaves):
+            return NotImplemented
+        return self.named == other.named and len(self.unnamed) == len(other.unnamed)
+
+    def __hash__(self) -> int:
+        return hash((self.named, len(self.unnamed)))
 
 
 @dataclass
@@ -99,7 +150,12 @@ class Membership:
     graph: ExecutedGraph
     present: set[int] = field(default_factory=set)
     absorbed_by: dict[int, str] = field(default_factory=dict)
+    folded: set[int] = field(default_factory=set)
     _members: dict[str, list[int]] = field(default_factory=dict)
+    _equivalents: dict[str, int | None] = field(default_factory=dict)
+    _op_leaf_cache: dict[int, Leaves] = field(default_factory=dict)
+    # (function, argument number) -> the `_Arg` node feeding it (the entry function's inputs).
+    _argument_names: dict[tuple[str, int], str] = field(default_factory=dict)
 
     @staticmethod
     def build(view: TfOpIndex, graph: ExecutedGraph) -> Membership:
@@ -111,8 +167,16 @@ class Membership:
             node = split_function_suffix(info.keys.name or "")[0]
             if node in graph.folded:
                 membership.present.add(position)  # a constant now: it runs as nothing
+                membership.folded.add(position)
+        membership._argument_names = view.entry_argument_names()
         # Rewrite nodes first: they claim the absent ops they replaced before a fused consumer
-        # could grow over them (the consumer reads the rewrite node, not those ops).
+        # could grow over them (the consumer reads the rewrite node, not those ops), and each
+        # claims the op computing its own value before any grows over another's.
+        rewrites = [name for name in graph.nodes if membership._is_rewrite(name)]
+        roots = {name: membership._equivalent(name) for name in rewrites}
+        for name, root in roots.items():
+            if root is not None:
+                membership.absorbed_by.setdefault(root, name)
         for name in sorted(graph.nodes, key=lambda n: bool(view.resolve(n))):
             membership.members_of(name)
         return membership
@@ -145,8 +209,8 @@ class Membership:
                     p for p in rule(self.view, named) if p not in members and self._absorbable(p)
                 ]
             return members
-        if executed is None or executed.op in ("_Arg", "_Retval", *CONSTANT_KERNELS):
-            return []
+        if not self._is_rewrite(node):
+            return []  # an argument, result, constant or control-flow plumbing: no op of its own
         return self._rewritten(node)
 
     def _named_op(self, positions: list[int], executed: ExecutedNode | None) -> int:
@@ -174,45 +238,198 @@ class Membership:
         return bool(executed.fused_ops) or base_kernel_type(executed.op) != own
 
     def _rewritten(self, node: str) -> list[int]:
-        """Ops a grappler-created node replaced: the absent ops in its scope that its consumer
-        reads, directly or through other absent (fused) ops. A rewrite feeding another rewrite
-        (the leaves of an `AddOpsRewrite` tree) shares that rewrite's ops: the tree replaced
-        them together."""
-        scope = name_scope(node)
-        roots: list[int] = []
+        """Ops a grappler-created node replaced: the absent op computing its value (`_equivalent`)
+        grown over the absent ops feeding only it. A partial result no IR op computed (a leaf of
+        an `AddOpsRewrite` tree) shares the ops of the rewrite it feeds: the tree replaced them
+        together."""
+        root = self._equivalent(node)
+        if root is not None:
+            return self._grow([root])
+        shared: list[list[int]] = []
         for consumer in self.graph.consumers.get(node, []):
-            if not self.view.resolve(consumer):
-                # Another node without an op: a rewrite shares its ops; a `_Retval` or a
-                # constant has none (`_resolve`).
-                shared = self.members_of(consumer)
-                if shared:
-                    return shared
-                continue
-            for root in self._absent_in_scope(self.view.resolve(consumer)[0], scope):
-                if root not in roots:
-                    roots.append(root)
-        if len(roots) != 1:
-            return []  # none, or ambiguous: better a listed gap than a guess
-        return self._grow(roots)
+            if self._is_rewrite(consumer):
+                members = self.members_of(consumer)
+                if members and members not in shared:
+                    shared.append(members)
+        return shared[0] if len(shared) == 1 else []  # none, or ambiguous: a listed gap
 
-    def _absent_in_scope(self, start: int, scope: str) -> list[int]:
-        """Absent ops of `scope` the op at `start` reads, looking through other absent ops."""
+    def _is_rewrite(self, node: str) -> bool:
+        """A node of the executed graph with no IR op that computes something (grappler made
+        it): not an argument, result or constant."""
+        executed = self.graph.nodes.get(node)
+        return (
+            executed is not None
+            and executed.op not in ("_Arg", "_Retval", *CONSTANT_KERNELS, *CONTROL_FLOW_KERNELS)
+            and not self.view.resolve(node)
+        )
+
+    def _equivalent(self, node: str) -> int | None:
+        """The absent IR op computing the same value as rewrite `node`, from def-use alone.
+
+        Both graphs are walked back to the values that ran as nodes of their own (and arguments;
+        constants drop out): a rewrite and the op it replaced sum, negate or square the same
+        values, so they have the same leaves (`_node_leaves`, `_op_leaves`). The op is searched
+        among the absent producers of the ops that read the rewrite's value in the IR
+        (`_readers`), so a rewrite in a chain of residual blocks finds its own block's add, not
+        the next block's, whose leaves include the whole chain before it.
+        """
+        if node in self._equivalents:
+            return self._equivalents[node]
+        self._equivalents[node] = None  # guards recursion through rewrite consumers
+        leaves = self._node_leaves(node, set())
         found: list[int] = []
-        pending = [start]
-        seen = {start}
+        if leaves is not None:
+            for reader, operand in self._readers(node, set()):
+                for position in self._matching_producers(reader, operand, leaves):
+                    if position not in found:
+                        found.append(position)
+        root = found[0] if len(found) == 1 else None
+        self._equivalents[node] = root
+        return root
+
+    def _readers(self, node: str, seen: set[str]) -> list[tuple[int, int | None]]:
+        """IR ops reading `node`'s value, with the operand when the consumer's kernel is its
+        op's (a fused consumer's inputs do not line up with its named op's operands): present
+        consumers' ops, and through a rewrite consumer, the op it replaced (or its readers)."""
+        seen.add(node)
+        found: list[tuple[int, int | None]] = []
+        for consumer in dict.fromkeys(self.graph.consumers.get(node, [])):
+            executed = self.graph.nodes.get(consumer)
+            if executed is None or consumer in seen:
+                continue
+            positions = self.view.resolve(consumer)
+            if positions:
+                named = self._named_op(positions, executed)
+                if self._runs_more_than(executed, named):
+                    found.append((named, None))
+                else:
+                    found += [
+                        (named, index)
+                        for index, (producer, _) in enumerate(executed.data_edges())
+                        if producer == node
+                    ]
+            elif self._is_rewrite(consumer):
+                root = self._equivalent(consumer)
+                found += [(root, None)] if root is not None else self._readers(consumer, seen)
+        return found
+
+    def _matching_producers(self, reader: int, operand: int | None, leaves: Leaves) -> list[int]:
+        """Absent producers of `reader` (of its `operand`, else of any) with these leaves, the
+        search looking through absent ops that do not match; each match taken down to the
+        deepest op of a one-input chain with the same leaves (a Relu of a sum is not the sum)."""
+        operands = range(len(self.view.infos[reader].op.operands))
+        starts = [operand] if operand is not None and operand in operands else list(operands)
+        pending = [p for i in starts if (p := self.view.producer(reader, i)) is not None]
+        seen = {reader}
+        found: list[int] = []
         while pending and len(seen) < MAX_MEMBERS:
-            current = pending.pop()
+            current = pending.pop(0)
+            if current in seen or not self._absorbable(current) or self._is_leaf(current):
+                continue
+            seen.add(current)
+            if self._op_leaves(current) == leaves:
+                deepest = self._deepest_alike(current, leaves, seen)
+                if deepest is not None:
+                    found.append(deepest)
+                continue
             for index in range(len(self.view.infos[current].op.operands)):
                 producer = self.view.producer(current, index)
-                if producer is None or producer in seen or producer in self.present:
-                    continue
-                seen.add(producer)
-                name = split_function_suffix(self.view.infos[producer].keys.name or "")[0]
-                if scope and name.startswith(scope + "/") and self._absorbable(producer):
-                    found.append(producer)
-                elif self.view.infos[producer].op_name not in CONSTANT_OPS:
+                if producer is not None:
                     pending.append(producer)
         return found
+
+    def _deepest_alike(self, position: int, leaves: Leaves, seen: set[int]) -> int | None:
+        """Down a chain of ops with one non-constant input and the same leaves (Relu, Identity)
+        to the op that computes the value; None when the chain outruns the walk's bound."""
+        while True:
+            inputs = [
+                p
+                for i in range(len(self.view.infos[position].op.operands))
+                if (p := self.view.producer(position, i)) is None or not self._is_constant(p)
+            ]
+            below = inputs[0] if len(inputs) == 1 else None
+            if (
+                below is None
+                or not self._absorbable(below)
+                or self._is_leaf(below)
+                or self._op_leaves(below) != leaves
+            ):
+                return position
+            if len(seen) >= MAX_MEMBERS:
+                return None
+            seen.add(below)
+            position = below
+
+    def _is_constant(self, position: int) -> bool:
+        return position in self.folded or self.view.infos[position].op_name in CONSTANT_OPS
+
+    def _is_leaf(self, position: int) -> bool:
+        return position in self.present and not self._is_constant(position)
+
+    def _op_leaves(self, position: int) -> Leaves:
+        """The values an absent op computes from, through other absent ops: results of ops that
+        ran as nodes, and function arguments; constants drop out."""
+        cached = self._op_leaf_cache.get(position)
+        if cached is not None:
+            return cached
+        named: set[tuple[str, str, int]] = set()
+        unnamed: set[str] = set()
+        for operand in self.view.infos[position].op.operands:
+            if isinstance(operand, ir.BlockArgument):
+                key = (self.view.function_of[position], operand.arg_number)
+                name = self._argument_names.get(key)
+                if name is not None:
+                    named.add(("arg", name, 0))
+                else:
+                    unnamed.add(f"{key[0]}#{key[1]}")
+                continue
+            owner = operand.owner
+            producer = self.view.position_of.get(
+                owner if isinstance(owner, ir.Operation) else owner.operation
+            )
+            if producer is None or self._is_constant(producer):
+                continue
+            if producer in self.present:
+                named.add(("op", str(producer), ir.OpResult(operand).result_number))
+                continue
+            inner = self._op_leaves(producer)
+            named |= inner.named
+            unnamed |= inner.unnamed
+        leaves = Leaves(frozenset(named), frozenset(unnamed))
+        self._op_leaf_cache[position] = leaves
+        return leaves
+
+    def _node_leaves(self, node: str, seen: set[str]) -> Leaves | None:
+        """`_op_leaves` on the executed side: through rewrite nodes down to the nodes with an IR
+        op (its named op's result at the input's port) and the arguments; None when a cycle or
+        a node of another kind stands in the way."""
+        executed = self.graph.nodes.get(node)
+        if executed is None or node in seen:
+            return None
+        seen.add(node)
+        named: set[tuple[str, str, int]] = set()
+        unnamed: set[str] = set()
+        for producer, port in executed.data_edges():
+            source = self.graph.nodes.get(producer)
+            if source is not None and source.op in CONSTANT_KERNELS:
+                continue
+            positions = self.view.resolve(producer)
+            if positions:
+                named.add(("op", str(self._named_op(positions, source)), port))
+            elif source is None or source.op == "_Arg":
+                if producer in self._argument_names.values():
+                    named.add(("arg", producer, 0))
+                else:
+                    unnamed.add(producer)
+            elif self._is_rewrite(producer):
+                inner = self._node_leaves(producer, seen)
+                if inner is None:
+                    return None
+                named |= inner.named
+                unnamed |= inner.unnamed
+            else:
+                return None
+        return Leaves(frozenset(named), frozenset(unnamed))
 
     def _absorbable(self, position: int) -> bool:
         info = self.view.infos[position]

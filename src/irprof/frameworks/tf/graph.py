@@ -34,6 +34,14 @@ INLINE_UNIQUIFIER = re.compile(r"^_\d+$")
 PLUMBING_PREFIXES = ("ConstantFoldingCtrl/", "Func/")
 KERNEL_PREFIXES = ("_MklNative", "_Mkl", "_")  # longest first
 MAX_CHAIN = 6
+ARGUMENT_NAME_INVALID = re.compile(r"[^a-z0-9_]")
+
+
+def argument_node_name(name: str) -> str:
+    """The `_Arg` node name TF gives a graph input called `name`: lower case, every character
+    that is not a letter or digit an underscore (`NormalizeName` in TF's `graph_to_functiondef`):
+    `mobilenetv2_0.35/x` -> `mobilenetv2_0_35_x`."""
+    return ARGUMENT_NAME_INVALID.sub("_", name.lower())
 
 
 def base_kernel_type(kernel_type: str) -> str:
@@ -87,7 +95,7 @@ class TfOpIndex(OpIndex):
                 continue
             function_of[position] = current
             if info.op_name == "tf.Placeholder" and info.keys.name:
-                view.placeholders[info.keys.name.lower().replace("/", "_")].append(position)
+                view.placeholders[argument_node_name(info.keys.name)].append(position)
             if info.op_name in CALL_OPS and "f" in attributes:
                 view.callee_of[position] = ir.FlatSymbolRefAttr(attributes["f"]).value
             branches = _branches(attributes)
@@ -112,6 +120,21 @@ class TfOpIndex(OpIndex):
         op = self.infos[self.entry_function].op
         name: str = ir.StringAttr(op.attributes["sym_name"]).value
         return name
+
+    def entry_argument_names(self) -> dict[tuple[str, int], str]:
+        """(entry function, argument number) -> the runtime's `_Arg` node name for it, from the
+        function's `tf.entry_function` `inputs` list (empty when it has none)."""
+        if self.entry_function is None:
+            return {}
+        attributes = self.infos[self.entry_function].op.attributes
+        if "tf.entry_function" not in attributes:
+            return {}
+        entry = ir.DictAttr(attributes["tf.entry_function"])
+        if "inputs" not in entry:
+            return {}
+        inputs = ir.StringAttr(entry["inputs"]).value
+        function = self.entry_name()
+        return {(function, i): name for i, name in enumerate(inputs.split(",")) if name}
 
     def op_type(self, position: int) -> str:
         """`Conv2D` for `tf.Conv2D`."""

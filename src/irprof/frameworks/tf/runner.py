@@ -58,6 +58,62 @@ def resolve_model(entry_fn: Callable[..., Any], mode: str) -> tuple[Any, tuple[A
     return model, inputs
 
 
+KERAS_STEP_FUNCTIONS = {"fit": "train_function", "predict": "predict_function"}
+
+
+def keras_step(entry_fn: Callable[..., Any], mode: str) -> tuple[Any, tuple[Any, ...], Any]:
+    """`--mode fit|predict`: (step, inputs, the concrete function Keras runs per batch).
+
+    The entry returns (compiled Keras model, data); a step is one `model.fit(*data, epochs=1,
+    verbose=0)` or `model.predict(data[0], verbose=0)` call, as users make it: Keras builds its
+    own step function, with the XLA compilation it chooses (`jit_compile="auto"`). The entry
+    gives one batch of data, so a step is one batch.
+    """
+    if "mode" not in inspect.signature(entry_fn).parameters:
+        raise SystemExit(f"entry {entry_fn.__name__}() takes no `mode` argument; cannot run {mode}")
+    produced = entry_fn(mode=mode)
+    if not (isinstance(produced, tuple) and len(produced) == 2):
+        raise SystemExit("the entry must return (compiled Keras model, data)")
+    model, data = produced
+    if not isinstance(model, tf.keras.Model):
+        raise SystemExit(f"--mode {mode} needs a Keras model from the entry")
+    data = tuple(data) if isinstance(data, (tuple, list)) else (data,)
+
+    def step() -> Any:
+        if mode == "fit":
+            return model.fit(*data, epochs=1, verbose=0)
+        return model.predict(data[0], verbose=0)
+
+    step()  # Keras makes and traces its step function on the first call
+    return step, (), traced_concrete(getattr(model, KERAS_STEP_FUNCTIONS[mode]), mode)
+
+
+def traced_concrete(function: Any, mode: str) -> Any:
+    """The concrete function a Keras step function traced: the function itself when it is a
+    tf.function, else the tf.function it closes over (Keras wraps it in a Python function)."""
+    candidates = [function]
+    if inspect.isfunction(function):
+        candidates += list(inspect.getclosurevars(function).nonlocals.values())
+    for candidate in candidates:
+        if isinstance(candidate, tf.types.experimental.PolymorphicFunction):
+            # TF has no public list of the signatures a function traced.
+            traced = candidate._list_all_concrete_functions()
+            if traced:
+                return traced[-1]
+    raise SystemExit(f"Keras ran {mode} eagerly (run_eagerly=True?): no traced step function")
+
+
+def xla_level(fn: Any, inputs: tuple[Any, ...]) -> str | None:
+    """StableHLO of a `jit_compile=True` tf.function (XLA's compiler IR, TF node names as
+    locations), or None when the profiled function is not one XLA compiles whole."""
+    if not isinstance(fn, tf.types.experimental.PolymorphicFunction):
+        return None
+    if not getattr(fn, "_jit_compile", False):
+        return None
+    text: str = fn.experimental_get_compiler_ir(*inputs)(stage="stablehlo")
+    return text
+
+
 def optimized_graph(concrete: Any) -> Any:
     """The function's graph after grappler, every node pinned to the CPU as the runtime does."""
     graph_def = concrete.graph.as_graph_def()
@@ -73,7 +129,9 @@ def optimized_graph(concrete: Any) -> Any:
     return tf_optimizer.OptimizeGraph(config_pb2.ConfigProto(), meta)
 
 
-def dump_ir(concrete: Any, workdir: Path, post_grappler: bool) -> dict[str, str]:
+def dump_ir(
+    concrete: Any, workdir: Path, post_grappler: bool, xla: str | None = None
+) -> dict[str, str]:
     """Write the IR levels; returns level -> file name relative to `workdir`."""
     ir_dir = workdir / "ir"
     ir_dir.mkdir(parents=True, exist_ok=True)
@@ -89,6 +147,8 @@ def dump_ir(concrete: Any, workdir: Path, post_grappler: bool) -> dict[str, str]
         texts["post-grappler"] = tf.mlir.experimental.convert_graph_def(
             graph, pass_pipeline=RAW_PIPELINE, show_debug_info=True
         )
+    if xla is not None:
+        texts["xla"] = xla
     (workdir / "offline_grappler_graph.json").write_text(json.dumps(graph_nodes([graph])))
     written = {}
     for level, text in texts.items():
@@ -192,9 +252,14 @@ def run(spec: dict[str, Any]) -> dict[str, Any]:
         factory = load_entry(script, spec["entry"], module_name=script.stem)
     except EntryError as error:
         raise SystemExit(str(error)) from error
-    fn, inputs = resolve_model(factory, spec["mode"])
-    concrete = fn.get_concrete_function(*inputs)
-    ir_files = dump_ir(concrete, workdir, spec["post_grappler"])
+    if spec["mode"] in KERAS_STEP_FUNCTIONS:
+        fn, inputs, concrete = keras_step(factory, spec["mode"])
+        xla = None
+    else:
+        fn, inputs = resolve_model(factory, spec["mode"])
+        concrete = fn.get_concrete_function(*inputs)
+        xla = xla_level(fn, inputs)
+    ir_files = dump_ir(concrete, workdir, spec["post_grappler"], xla)
     if spec["eager"]:
         # Eager op-by-op execution: the trace holds `EagerLocalExecute: <Type>`, no node names.
         tf.config.run_functions_eagerly(True)

@@ -1,1 +1,5 @@
-"""Generated protobuf classes for the subset of XLA's `HloProto` irprof reads (see hlo.proto)."""
+"""The HloProto subset irprof reads, shared with TensorFlow: now `irprof.correlate.hlo_proto`."""
+
+from irprof.correlate.hlo_proto import hlo_pb2
+
+__all__ = ["hlo_pb2"]

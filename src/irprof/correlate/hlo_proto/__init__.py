@@ -1,0 +1,1 @@
+"""Generated protobuf classes for the subset of XLA's `HloProto` irprof reads (see hlo.proto)."""

@@ -1,0 +1,218 @@
+"""TF work XLA compiled, joined from the timed steps: a `jit_compile=True` function and a Keras
+`model.fit` at its defaults (whose grouped convolution Keras runs through XLA on CPU).
+
+Two captures per module (about 15 s and 35 s). Expected figures are read from the XSpace with
+TensorFlow's own protobuf classes (the XPlane and XLA's HloProto), not through irprof.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from irprof.annotation import annotate_bundle
+from irprof.bundle import RunBundle
+from irprof.correlate.base import CorrelationOptions, CorrelationResult
+from irprof.frameworks.tf.capture import TfCaptureOptions, capture_tf
+from irprof.frameworks.tf.correlate import CORRELATOR
+from irprof.mlir.context import make_context
+from irprof.mlir.load import load_module
+from irprof.mlir.op_index import derive_op_infos
+from irprof.mlir.profile_attrs import get_profile
+from irprof.readers import read_trace
+from irprof.trace.model import EventKind
+
+pytest.importorskip("tensorflow")
+pytestmark = [pytest.mark.slow]
+
+ZOO = Path(__file__).resolve().parents[3] / "examples" / "zoo"
+STEP_MARKER = "irprof_step"
+
+
+@pytest.fixture(scope="module")
+def jit_bundle(tmp_path_factory: pytest.TempPathFactory) -> RunBundle:
+    out = tmp_path_factory.mktemp("tf_jit") / "run"
+    return capture_tf(ZOO / "tf_jit_compile.py", out, TfCaptureOptions(steps=3, warmup=1))
+
+
+@pytest.fixture(scope="module")
+def fit_bundle(tmp_path_factory: pytest.TempPathFactory) -> RunBundle:
+    out = tmp_path_factory.mktemp("tf_fit") / "run"
+    options = TfCaptureOptions(mode="fit", steps=2, warmup=1)
+    return capture_tf(ZOO / "tf_keras_fit.py", out, options)
+
+
+def correlate(bundle: RunBundle, level: str) -> CorrelationResult:
+    return CORRELATOR.correlate(bundle, level, CorrelationOptions())
+
+
+def xspace_thunks(bundle: RunBundle) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Thunk events inside the step markers (name, hlo_op, hlo_module, recorded ns) and the HLO
+    modules by name, decoded with TensorFlow's own XPlane and HloProto classes."""
+    from tensorflow.compiler.xla.service import hlo_pb2
+    from tensorflow.tsl.profiler.protobuf import xplane_pb2
+
+    space = xplane_pb2.XSpace()
+    space.ParseFromString(bundle.primary_trace_path.read_bytes())
+    modules: dict[str, Any] = {}
+    thunks: list[dict[str, Any]] = []
+    for plane in space.planes:
+        stat_names = {k: v.name for k, v in plane.stat_metadata.items()}
+        for metadata in plane.event_metadata.values():
+            for stat in metadata.stats:
+                if stat_names.get(stat.metadata_id) == "Hlo Proto":
+                    proto = hlo_pb2.HloProto()
+                    proto.ParseFromString(stat.bytes_value)
+                    # XProf names it `<module>(<program id>)`; thunks name the module alone.
+                    modules[re.sub(r"\(\d+\)$", "", metadata.name)] = proto.hlo_module
+        windows, events = [], []
+        for line in plane.lines:
+            for event in line.events:
+                name = plane.event_metadata[event.metadata_id].name
+                begin = line.timestamp_ns * 1000 + event.offset_ps
+                span = (begin, begin + event.duration_ps)
+                if name == STEP_MARKER:
+                    windows.append(span)
+                stats = {stat_names.get(s.metadata_id): s for s in event.stats}
+                if "hlo_op" in stats:
+                    events.append((span, name, stats))
+        for (begin, end), name, stats in events:
+            if any(b <= begin <= e for b, e in windows):
+                thunks.append(
+                    {
+                        "name": name,
+                        "hlo_op": stat_names.get(stats["hlo_op"].ref_value, ""),
+                        "hlo_module": stat_names.get(stats["hlo_module"].ref_value, ""),
+                        "ns": (end - begin) // 1000,
+                    }
+                )
+    return thunks, modules
+
+
+def kernel_op_names(module: Any, instruction: str) -> set[str]:
+    """TF node names of the instructions a thunk of `instruction` runs (fusions: recursively)."""
+    by_id = {c.id: c for c in module.computations}
+    for computation in module.computations:
+        for instr in computation.instructions:
+            if instr.name != instruction:
+                continue
+            names = {instr.metadata.op_name} if instr.metadata.op_name else set()
+            pending = list(instr.called_computation_ids)
+            while pending:
+                for inner in by_id[pending.pop()].instructions:
+                    if inner.metadata.op_name:
+                        names.add(inner.metadata.op_name)
+                    pending.extend(inner.called_computation_ids)
+            return names
+    return set()
+
+
+def time_by_node(result: CorrelationResult) -> dict[str, int]:
+    """Op time by TF node name (the `@function` suffix of a called function's ops dropped)."""
+    times: dict[str, int] = defaultdict(int)
+    for entry in result.opprofile.entries:
+        times[(entry.key.name or "").partition("@")[0]] += entry.data.total_ns
+    return times
+
+
+@pytest.mark.parametrize("level", ["tf", "tf-standard", "xla"])
+def test_jit_compile_time_comes_from_the_timed_thunks(jit_bundle: RunBundle, level: str) -> None:
+    """GIVEN a `jit_compile=True` function THEN every level covers >= 99% of the time from
+    the timed steps alone, no op is "never ran", and no step counts more than it lasted."""
+    assert jit_bundle.manifest().ir_levels == ("tf", "tf-standard", "xla")
+    coverage = correlate(jit_bundle, level).coverage
+    assert coverage.time_coverage >= 0.99
+    assert "reference_ns" not in coverage.extra
+    assert coverage.ops_not_executed == 0
+    assert not [u for u in coverage.unmatched_ops if u.reason.startswith("never ran")]
+    assert coverage.extra["step_check"]["over_steps"] == []
+    thunks, _ = xspace_thunks(jit_bundle)
+    assert coverage.extra["xla"]["thunk_ns"] <= sum(t["ns"] for t in thunks)
+
+
+def test_a_kernel_of_one_tf_node_gives_that_op_its_recorded_time(jit_bundle: RunBundle) -> None:
+    """Each kernel whose instructions all name one TF node gives that node's op exactly the
+    kernel's recorded time; kernels naming it with others give it at most theirs."""
+    thunks, modules = xspace_thunks(jit_bundle)
+    only: dict[str, int] = defaultdict(int)
+    shared: dict[str, int] = defaultdict(int)
+    for thunk in thunks:
+        names = kernel_op_names(modules[thunk["hlo_module"]], thunk["hlo_op"])
+        for name in names:
+            (only if len(names) == 1 else shared)[name] += thunk["ns"]
+    got = time_by_node(correlate(jit_bundle, "tf"))
+    assert only, "no single-node kernel in the capture"
+    for node, ns in only.items():
+        assert ns <= got[node] <= ns + shared.get(node, 0), node
+
+
+def test_the_xla_level_is_annotated(jit_bundle: RunBundle) -> None:
+    outcome = annotate_bundle(jit_bundle, level="xla")
+    assert outcome.coverage.time_coverage >= 0.99
+    text = (jit_bundle.root / "annotated" / "xla.mlir").read_text()
+    assert "stablehlo.convolution" in text and "irprof.profile" in text
+    module = load_module(text, make_context())
+    convolutions = [i for i in derive_op_infos(module) if i.op_name == "stablehlo.convolution"]
+    assert convolutions and all(get_profile(i.op) is not None for i in convolutions)
+
+
+def test_keras_fit_at_defaults_joins_its_xla_clusters(fit_bundle: RunBundle) -> None:
+    """GIVEN `model.fit` at its defaults (Keras runs the grouped convolution and its gradient
+    through XLA) THEN the tf level covers >= 99% from the timed steps, each cluster is matched
+    to the function XLA compiled, and the convolution's gradient ops get the gradient thunks."""
+    result = correlate(fit_bundle, "tf")
+    coverage = result.coverage
+    assert coverage.time_coverage >= 0.99
+    assert "reference_ns" not in coverage.extra
+    assert coverage.extra["step_check"]["over_steps"] == []
+    modules = coverage.extra["xla"]["modules"]
+    assert len(modules) == 2 and all(modules.values())
+    thunks, hlo = xspace_thunks(fit_bundle)
+    gradient_nodes = {
+        name
+        for thunk in thunks
+        for name in kernel_op_names(hlo[thunk["hlo_module"]], thunk["hlo_op"])
+        if name.startswith("gradients/")
+    }
+    got = time_by_node(result)
+    assert gradient_nodes and all(got.get(node, 0) > 0 for node in gradient_nodes)
+
+
+def test_no_op_that_ran_is_listed_as_never_ran(fit_bundle: RunBundle) -> None:
+    """An op listed "never ran" has no event in the reference steps (host level 3 records every
+    kernel the executor runs, inside a call as `<call node>/<node>`) and no HLO instruction of a
+    cluster names it."""
+    _, hlo = xspace_thunks(fit_bundle)
+    compiled = {
+        i.metadata.op_name for m in hlo.values() for c in m.computations for i in c.instructions
+    }
+    reference = read_trace(fit_bundle.trace_paths()[1])
+    ran = {
+        reference.name_of(row).rpartition(":")[0]
+        for row in reference.rows_of_kind(EventKind.FRAMEWORK_OP).tolist()
+    }
+    assert ran  # the reference steps recorded kernels
+    # A node of a called function runs as `<call node>/.../<node>`: strip leading call nodes.
+    module = load_module(fit_bundle.ir_path("tf").read_text(), make_context())
+    calls = {
+        (info.keys.name or "").partition("@")[0]
+        for info in derive_op_infos(module)
+        if info.op_name in ("tf.StatefulPartitionedCall", "tf.PartitionedCall")
+    }
+    runtime = set(ran)
+    for name in ran:
+        parts = name.split("/")
+        while len(parts) > 1 and parts[0] in calls:
+            parts = parts[1:]
+            runtime.add("/".join(parts))
+    coverage = correlate(fit_bundle, "tf").coverage
+    never = [u for u in coverage.unmatched_ops if u.reason.startswith("never ran")]
+    for op in never:
+        for name in re.findall(r"'([^']*)'", op.location):
+            node = name.partition("@")[0]
+            assert node not in compiled, op
+            assert node not in runtime, op
