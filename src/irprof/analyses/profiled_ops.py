@@ -7,6 +7,7 @@ bindings again, so views of a 100k-op module stay cheap.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -218,8 +219,31 @@ def profiled_ops_of(module: ir.Module, *, path: str = "<module>") -> ProfiledMod
             )
         )
     return ProfiledModule(
-        path=path, ops=_resolve_call_sites(records), summary=get_summary(module) or {}
+        path=path,
+        ops=_resolve_call_sites(_owned_scopes(records)),
+        summary=get_summary(module) or {},
     )
+
+
+def _owned_scopes(records: list[ProfiledOp]) -> list[ProfiledOp]:
+    """An op whose scope is another op's name belongs to that op (TF's
+    `conv/convolution/ReadVariableOp` reads the variable of the op `conv/convolution`): its
+    scope becomes that op's scope, so a layer's rows hold all of it. Calls are scopes, not
+    owners (`jit(f)/jit(dense)` names the ops of its callee), nor are terminators and other
+    trivial ops (a `func.return` carries its function's name)."""
+    owners = {
+        split_function_suffix(op.runtime_name)[0]: op.scope
+        for op in records
+        if op.runtime_name and not op.callee and not op.trivial
+    }
+    changed = []
+    for op in records:
+        scope, seen = op.scope, set()
+        while scope in owners and scope not in seen:
+            seen.add(scope)
+            scope = owners[scope]
+        changed.append(op if scope == op.scope else dataclasses.replace(op, scope=scope))
+    return changed
 
 
 def _callee(op: ir.Operation) -> str:
