@@ -1,20 +1,33 @@
-"""Reader and DAG benchmark: irprof vs a bare `orjson.loads` vs HolisticTraceAnalysis's parser.
+"""Reader and DAG benchmark: irprof vs HolisticTraceAnalysis's parser vs a bare `orjson.loads`.
 
-    .venv/bin/python benchmarks/bench_readers.py [--events 2000000] [--repeat 3] [--skip-hta]
-        [--trace PATH] [--hta-python PATH]
+    .venv/bin/python benchmarks/bench_readers.py [--repeat 3] [--events 2000000] [--skip-hta]
+        [--skip-dag] [--trace PATH ...] [--only-traces] [--hta-python PATH] [--baseline SRC]
 
-Generates once (cached in benchmarks/.cache/, not committed) a trace shaped like a real Kineto
-trace (see `kineto_event_lines`: a leading newline and header fields, two thirds `M` metadata
-events, CPU ops with long args, CUDA launches, kernels on two streams and `ac2g` flows), or reads
-`--trace PATH` (any trace file). Targets: at least 10x HTA's speed, at most half its peak memory,
-at most half the time of a bare `orjson.loads` of the same file. Each reader runs in its own
-fresh subprocess so that its peak RSS (`ru_maxrss`) is its own. HTA (`holistictraceanalysis`)
-runs in `--hta-python` or else in its own virtualenv, benchmarks/.cache/hta-venv, created on
-first use, because its dependencies (pandas, plotly, ...) are not irprof's; its parser entry
-point is `hta.common.trace_parser.parse_trace_dataframe` with the default `ParserConfig` (what
-`TraceAnalysis` calls per rank). Then the causal and levels event DAG is built on the first
-quarter, half and all of the trace's events (a real-shaped trace's `M` metadata lines are not
-events) to show n log n growth.
+By default every public trace (`tests/fixtures/traces/public/` and `../shared/traces/`, the same
+file once), the generated real-shaped Kineto trace (see `kineto_event_lines`; `--events 0`
+leaves it out) and each `--trace PATH` (`--only-traces`: those alone). Per file, in fresh
+processes, alternating sides and order from round to round (a burst of load on the shared
+machine then falls on every side), imports outside the clock, medians of `--repeat` rounds:
+
+- irprof's `read_trace` (every reader module imported first: `read_trace` sniffs with each; and
+  `numpy.ma`, which `np.unique` imports on its first call and HTA's pandas at import);
+- HolisticTraceAnalysis 0.5.0's `hta.common.trace_parser.parse_trace_dataframe` with the default
+  `ParserConfig` (what `TraceAnalysis` calls per rank), in this Python when `hta` imports here
+  (install it with `pip install --no-deps holistictraceanalysis==0.5.0 plotly pydot`: its
+  declared dependencies pull in jupyterlab, which the parser never imports), else in
+  `--hta-python`, else in a virtualenv made in benchmarks/.cache/hta-venv on first use;
+- a bare `orjson.loads(gzip.decompress(...))` of the file (`gzip` of the standard library);
+- the physical floors, in the orjson process: the file read and inflated by the library irprof
+  uses (ISA-L's `isal_zlib` when installed, else zlib), and one C-level scan of the JSON bytes
+  (`bytes.count(b"}")`, memchr speed).
+
+`--baseline SRC` adds irprof imported from another checkout's `src/` as one more side ("before"),
+to measure a change under the same load. Every side's time includes reading the file.
+
+Targets (issue 30), on every public trace over 10 MB: at least 10x HTA's speed, at most half its
+peak memory, at most half the time of the bare `orjson.loads`. Then the causal and levels event
+DAG is built on the first quarter, half and all of the generated trace's events to show n log n
+growth.
 """
 
 from __future__ import annotations
@@ -22,47 +35,72 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import random
+import statistics
 import subprocess
 import sys
 import venv
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
 CACHE = HERE / ".cache"
 HTA_VENV = CACHE / "hta-venv"
+PUBLIC_TRACE_DIRS = (
+    REPO / "tests" / "fixtures" / "traces" / "public",
+    REPO.parent / "shared" / "traces",
+)
 # The modules HTA imports; its jupyterlab and pytest install requirements are never imported.
-HTA_REQUIREMENTS = [
-    "holistictraceanalysis==0.5.0",
-    *("pandas", "plotly", "pydot", "networkx", "psutil", "pyyaml"),
-]
+HTA_REQUIREMENTS = ["holistictraceanalysis==0.5.0", "pandas", "plotly", "pydot", "networkx",
+                    "psutil", "pyyaml"]  # fmt: skip
 DAG_FRACTIONS = (0.25, 0.5, 1.0)
+TARGET_MB = 10  # the targets hold on public traces over this size
 
-# Imports stay outside every reader's clock, as HTA's pandas does: for irprof, every reader module
-# (`read_trace` sniffs with each registered reader; the events/Parquet one imports pyarrow).
-# Each snippet prints one JSON line: {"seconds", "cpu_seconds", "events", "rss_mb"}. CPU time
-# (user + system of the reading process) is printed beside wall time because on a shared machine
-# other processes' load stretches wall time far more than the work done.
+# Each snippet prints one JSON line: {"seconds", "cpu_seconds", "events", "rss_mb", ...}. CPU
+# time (user + system of the process) is printed beside wall time: on a shared machine other
+# processes' load stretches wall time far more than the work done.
 CPU = "sum(resource.getrusage(resource.RUSAGE_SELF)[:2])"
 RUSAGE = f"""
 rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 cpu_seconds = {CPU} - cpu_start
 """
 SNIPPETS = {
-    "orjson.loads": f"""
-import json, resource, sys, time, orjson
+    "orjson": f"""
+import gzip, json, resource, sys, time, zlib, orjson
+try:
+    from irprof.fileio import inflate_library
+except ImportError:  # an irprof from before it
+    inflate_library = zlib
 path = sys.argv[1]
+def inflate(raw):
+    if raw[:2] != b"\\x1f\\x8b":
+        return raw
+    return inflate_library.decompressobj(wbits=31).decompress(raw)
+start = time.perf_counter()
+with open(path, 'rb') as handle:
+    data = inflate(handle.read())
+floor_inflate = time.perf_counter() - start
+start = time.perf_counter()
+data.count(b"}}")
+floor_scan = time.perf_counter() - start
+json_mb = len(data) / 2**20
+del data
 cpu_start = {CPU}
 start = time.perf_counter()
 with open(path, 'rb') as handle:
-    document = orjson.loads(handle.read())
+    raw = handle.read()
+document = orjson.loads(gzip.decompress(raw) if raw[:2] == b"\\x1f\\x8b" else raw)
 seconds = time.perf_counter() - start
 {RUSAGE}
-print(json.dumps({{"seconds": seconds, "cpu_seconds": cpu_seconds,
-                  "events": len(document["traceEvents"]), "rss_mb": rss_mb}}))
+events = document["traceEvents"] if isinstance(document, dict) else document
+print(json.dumps({{"seconds": seconds, "cpu_seconds": cpu_seconds, "events": len(events),
+                  "rss_mb": rss_mb, "floor_inflate": floor_inflate, "floor_scan": floor_scan,
+                  "json_mb": json_mb}}))
 """,
-    "irprof read_trace": f"""
-import importlib, json, resource, sys, time
+    "irprof": f"""
+import json, resource, sys, time
+import numpy.ma  # np.unique imports it on its first call (~15 ms); pandas does at import, for HTA
 from irprof.readers import get_all_readers, read_trace
 for name in get_all_readers().names():
     get_all_readers().get(name)
@@ -75,7 +113,7 @@ seconds = time.perf_counter() - start
 print(json.dumps({{"seconds": seconds, "cpu_seconds": cpu_seconds, "events": len(trace),
                   "rss_mb": rss_mb}}))
 """,
-    "HTA parse_trace_dataframe": f"""
+    "HTA": f"""
 import json, logging, resource, sys, time
 logging.disable(logging.WARNING)
 from hta.common.trace_parser import parse_trace_dataframe
@@ -203,89 +241,132 @@ def cached_trace(events: int) -> Path:
     return path
 
 
-def hta_python() -> Path:
-    """Python of a virtualenv holding HolisticTraceAnalysis, created on first use."""
+def hta_python(given: Path | None) -> Path:
+    """A Python where HolisticTraceAnalysis imports: `given`, this one, or a virtualenv made in
+    benchmarks/.cache/hta-venv on first use (HTA without its declared dependencies, which pull
+    in jupyterlab; with the modules its parser imports)."""
+    if given is not None:
+        return given
+    here = subprocess.run([sys.executable, "-c", "import hta.common.trace_parser"],
+                          capture_output=True)  # fmt: skip
+    if here.returncode == 0:
+        return Path(sys.executable)
     python = HTA_VENV / "bin" / "python"
     if not python.exists():
         venv.EnvBuilder(with_pip=True).create(HTA_VENV)
-        install = [str(python), "-m", "pip", "install", "--quiet", "--no-deps"]
-        subprocess.run([*install, HTA_REQUIREMENTS[0]], check=True)
-        subprocess.run(
-            [str(python), "-m", "pip", "install", "--quiet", *HTA_REQUIREMENTS[1:]], check=True
-        )
+        install = [str(python), "-m", "pip", "install", "--quiet"]
+        subprocess.run([*install, "--no-deps", HTA_REQUIREMENTS[0]], check=True)
+        subprocess.run([*install, *HTA_REQUIREMENTS[1:]], check=True)
     return python
 
 
-def run_reader(python: Path, label: str, trace: Path) -> dict[str, float]:
-    """One reader in a fresh interpreter; its JSON line of figures."""
+def run_side(python: Path, side: str, trace: Path, baseline: Path | None) -> dict[str, float]:
+    """One side in a fresh interpreter; its JSON line of figures. The "before" side is irprof's
+    reader imported from `baseline` (another checkout's src/)."""
+    env = dict(os.environ)
+    if side == "before" and baseline is not None:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(baseline), env.get("PYTHONPATH")]))
+    snippet = SNIPPETS["irprof" if side == "before" else side]
     done = subprocess.run(
-        [str(python), "-c", SNIPPETS[label], str(trace)], capture_output=True, text=True
+        [str(python), "-c", snippet, str(trace)], capture_output=True, text=True, env=env
     )
     if done.returncode != 0:
-        raise SystemExit(f"{label} failed:\n{done.stderr[-3000:]}")
+        raise SystemExit(f"{side} failed on {trace}:\n{done.stderr[-3000:]}")
     figures: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
     return figures
+
+
+def public_traces() -> list[Path]:
+    """Every public trace file, each (name, size) once."""
+    found: dict[tuple[str, int], Path] = {}
+    for folder in PUBLIC_TRACE_DIRS:
+        for path in sorted(folder.rglob("*")) if folder.is_dir() else ():
+            if path.name.endswith((".json", ".json.gz")):
+                found.setdefault((path.name, path.stat().st_size), path)
+    return sorted(found.values(), key=lambda path: path.stat().st_size)
+
+
+def median(runs: list[dict[str, float]], key: str) -> float:
+    """The median of one figure over the rounds."""
+    return statistics.median(run[key] for run in runs)
+
+
+def bench_file(
+    trace: Path, sides: dict[str, Path], repeat: int, public: bool, baseline: Path | None
+) -> dict[str, float]:
+    """Median figures of every side on one file; prints its rows."""
+    runs: dict[str, list[dict[str, float]]] = {side: [] for side in sides}
+    order = list(sides)
+    for round_index in range(repeat):
+        for side in order if round_index % 2 == 0 else order[::-1]:
+            runs[side].append(run_side(sides[side], side, trace, baseline))
+    row = {f"{side}_{key}": median(runs[side], key) for side in sides for key in runs[side][0]}
+    ours, bare = row["irprof_seconds"], row["orjson_seconds"]
+    line = (
+        f"{trace.name[:52]:52} {row['orjson_json_mb']:7.1f} {row['irprof_events']:>9,.0f} "
+        f"{ours:7.3f} {row['irprof_cpu_seconds']:6.3f} {row['irprof_rss_mb']:6.0f} "
+        f"{bare:7.3f} {ours / bare:6.2f} "
+        f"{row['orjson_floor_inflate']:6.3f} {row['orjson_floor_scan']:6.3f}"
+    )
+    if "HTA" in sides:
+        hta = row["HTA_seconds"]
+        memory = row["irprof_rss_mb"] / row["HTA_rss_mb"]
+        line += (f" {hta:7.3f} {row['HTA_cpu_seconds']:6.3f} {row['HTA_rss_mb']:6.0f} "
+                 f"{hta / ours:6.1f}x {row['HTA_cpu_seconds'] / row['irprof_cpu_seconds']:6.1f}x "
+                 f"{memory:5.2f}")  # fmt: skip
+        if public and row["orjson_json_mb"] > TARGET_MB:
+            met = [hta / ours >= 10, memory <= 0.5, ours / bare <= 0.5]
+            line += "  targets " + "/".join("met" if good else "NOT" for good in met)
+    if "before" in sides:
+        before = row["before_seconds"]
+        line += (f" | before {before:6.3f} s {row['before_cpu_seconds']:6.3f} cpu "
+                 f"{row['before_rss_mb']:5.0f} MB: {before / ours:4.2f}x wall, "
+                 f"{row['before_cpu_seconds'] / row['irprof_cpu_seconds']:4.2f}x cpu")  # fmt: skip
+    print(line, flush=True)
+    every = "; ".join(
+        f"{side} " + ", ".join(f"{run['seconds']:.3f}" for run in runs[side]) for side in sides
+    )
+    print(f"    rounds (wall s): {every}", flush=True)
+    return row
 
 
 def main() -> None:
     """Run the benchmark and print figures and ratios."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--events", type=int, default=2_000_000)
-    parser.add_argument("--repeat", type=int, default=3, help="rounds; the best is reported")
+    parser.add_argument("--events", type=int, default=2_000_000, help="generated trace; 0: none")
+    parser.add_argument("--repeat", type=int, default=3, help="rounds; medians are reported")
     parser.add_argument("--skip-hta", action="store_true")
     parser.add_argument("--skip-dag", action="store_true")
-    parser.add_argument("--trace", type=Path, help="benchmark this trace file instead")
+    parser.add_argument("--trace", type=Path, action="append", default=[], help="also this file")
+    parser.add_argument("--only-traces", action="store_true", help="only the --trace files")
+    parser.add_argument("--hta-python", type=Path, help="a Python with HTA installed")
     parser.add_argument(
-        "--hta-python", type=Path, help="a Python with HTA installed (else a venv is made)"
+        "--baseline", type=Path, help="also irprof imported from this src/ dir (a 'before' side)"
     )
     options = parser.parse_args()
 
-    trace = options.trace or cached_trace(options.events)
-    size_mb = trace.stat().st_size / 2**20
-    print(f"trace: {trace.name}, {size_mb:,.0f} MB")
+    public = [] if options.only_traces else public_traces()
+    generated = [cached_trace(options.events)] if options.events and not options.only_traces else []
     python = Path(sys.executable)
-    readers = {"orjson.loads": python, "irprof read_trace": python}
+    sides = {"irprof": python, "orjson": python}
     if not options.skip_hta:
-        readers["HTA parse_trace_dataframe"] = options.hta_python or hta_python()
-    # Rounds interleave the readers so that a burst of load on the shared machine does not fall
-    # on one reader only; each reader's best round is reported (and every round's wall time).
-    runs: dict[str, list[dict[str, float]]] = {label: [] for label in readers}
-    for _ in range(options.repeat):
-        for label, interpreter in readers.items():
-            runs[label].append(run_reader(interpreter, label, trace))
-    results = {
-        label: min(figures, key=lambda run: run["seconds"]) for label, figures in runs.items()
-    }
-    print(f"best of {options.repeat} round(s), each reader in a fresh process per round")
-    print(
-        f"{'reader':28} {'wall s':>8} {'CPU s':>8} {'events/s':>12} {'peak RSS MB':>12}  all rounds"
-    )
-    for label, figures in results.items():
-        rate = figures["events"] / figures["seconds"]
-        every = ", ".join(f"{run['seconds']:.2f}" for run in runs[label])
-        peak = max(run["rss_mb"] for run in runs[label])
-        print(f"{label:28} {figures['seconds']:8.2f} {figures['cpu_seconds']:8.2f} {rate:12,.0f} "
-              f"{peak:12,.0f}  {every}")  # fmt: skip
-    ours = results["irprof read_trace"]
-    speedup = results["orjson.loads"]["seconds"] / ours["seconds"]
-    print(f"irprof vs orjson.loads: {speedup:.2f}x as fast "
-          f"(target >= 2x: {'met' if speedup >= 2 else 'NOT met'})")  # fmt: skip
-    if "HTA parse_trace_dataframe" in results:
-        hta = results["HTA parse_trace_dataframe"]
-        faster = hta["seconds"] / ours["seconds"]
-        memory = max(run["rss_mb"] for run in runs["irprof read_trace"]) / min(
-            run["rss_mb"] for run in runs["HTA parse_trace_dataframe"]
-        )
-        print(f"irprof vs HTA: {faster:.1f}x as fast "
-              f"({hta['cpu_seconds'] / ours['cpu_seconds']:.1f}x in CPU time; "
-              f"target >= 10x: {'met' if faster >= 10 else 'NOT met'}), "
-              f"{memory:.2f}x the peak memory "
-              f"(target <= 0.5x: {'met' if memory <= 0.5 else 'NOT met'})")  # fmt: skip
+        sides["HTA"] = hta_python(options.hta_python)
+    if options.baseline:
+        sides["before"] = python
+    print(f"medians of {options.repeat} round(s), each side in a fresh process per round; "
+          "s: wall seconds, cpu: CPU seconds, MB: peak RSS, floors: inflate = read + inflate "
+          "with irprof's library, scan = one bytes.count over the JSON")  # fmt: skip
+    print(f"{'trace':52} {'JSON MB':>7} {'events':>9} {'irprof':>7} {'cpu':>6} {'MB':>6} "
+          f"{'orjson':>7} {'/orjs':>6} {'inflat':>6} {'scan':>6}"
+          + (f" {'HTA':>7} {'cpu':>6} {'MB':>6} {'xHTA':>7} {'xcpu':>7} {'mem':>5}"
+             if "HTA" in sides else ""))  # fmt: skip
+    for trace in [*public, *generated, *options.trace]:
+        bench_file(trace, sides, options.repeat, trace in public, options.baseline)
 
-    if options.skip_dag:
+    if options.skip_dag or not generated:
         return
     done = subprocess.run(
-        [str(python), "-c", DAG_SNIPPET, str(trace), ",".join(map(str, DAG_FRACTIONS))],
+        [str(python), "-c", DAG_SNIPPET, str(generated[0]), ",".join(map(str, DAG_FRACTIONS))],
         capture_output=True,
         text=True,
         check=True,

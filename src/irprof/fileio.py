@@ -13,13 +13,24 @@ import json
 import os
 import stat
 import tempfile
+import types
 import uuid
 import zlib
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import IO
+from typing import IO, cast
 
 from irprof.errors import IrprofError, TraceFormatError, UsageError
+
+inflate_library: types.ModuleType
+INFLATE_ERRORS: tuple[type[Exception], ...]  # with EOFError: a truncated stream
+try:  # ISA-L's inflate: the same streams and API as zlib's, about 2x faster on trace JSON
+    from isal import isal_zlib
+
+    # Its stub types the error class as an instance.
+    inflate_library, INFLATE_ERRORS = isal_zlib, (EOFError, zlib.error, cast(type, isal_zlib.error))
+except ImportError:  # pragma: no cover - the standard library's zlib then
+    inflate_library, INFLATE_ERRORS = zlib, (EOFError, zlib.error)
 
 GZIP_MAGIC = b"\x1f\x8b"
 MAX_JOURNAL_BYTES = 1 << 20
@@ -41,14 +52,16 @@ def gunzip_if_gzip(raw: bytes, path: str | Path, limit: int = MAX_DECOMPRESSED_B
     past `limit` bytes: more is a TraceFormatError instead of a MemoryError or the OOM killer."""
     if not raw.startswith(GZIP_MAGIC):
         return raw
-    out = bytearray()
+    parts: list[bytes] = []  # one piece per member, usually: joined only when there are more
+    size = 0
     pending = raw
     try:
         while pending:
-            inflater = zlib.decompressobj(wbits=31)  # one gzip member
+            inflater = inflate_library.decompressobj(wbits=31)  # one gzip member
             while pending and not inflater.eof:
-                out += inflater.decompress(pending, limit + 1 - len(out))
-                if len(out) > limit:
+                parts.append(inflater.decompress(pending, limit + 1 - size))
+                size += len(parts[-1])
+                if size > limit:
                     raise TraceFormatError(
                         path,
                         f"gzip data inflates to more than {limit:,} bytes "
@@ -59,9 +72,9 @@ def gunzip_if_gzip(raw: bytes, path: str | Path, limit: int = MAX_DECOMPRESSED_B
             if not inflater.eof:
                 raise EOFError("compressed data ended before the end-of-stream marker")
             pending = inflater.unused_data.lstrip(b"\x00")  # padding, as gzip allows
-    except (EOFError, zlib.error) as exc:
+    except INFLATE_ERRORS as exc:
         raise TraceFormatError(path, f"gzip stream is truncated or corrupt ({exc})") from exc
-    return bytes(out)
+    return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
 def _kind_of(mode: int) -> str:

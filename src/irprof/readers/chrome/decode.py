@@ -14,7 +14,6 @@ peak RSS 1.24 -> 1.27 GB, 0.46 GB of it the file itself.
 
 from __future__ import annotations
 
-import decimal
 import re
 import uuid
 from collections.abc import Iterator
@@ -24,12 +23,9 @@ from typing import Any, TypeVar
 
 import msgspec
 import numpy as np
-import numpy.typing as npt
 
 from irprof.errors import TraceFormatError
 
-F64 = npt.NDArray[np.float64]
-I64 = npt.NDArray[np.int64]
 WHITESPACE = b" \t\r\n\xef\xbb\xbf"
 _LEADING_WHITESPACE = re.compile(b"[" + re.escape(WHITESPACE) + b"]*")
 
@@ -42,12 +38,12 @@ def first_text_byte(data: bytes | memoryview) -> bytes:
     return bytes(data[start : start + 1])
 
 
-# Below this many microseconds a float64 `ts` is exact to the nanosecond (ulp < 1e-3 us).
-FLOAT_EXACT_LIMIT_US = float(2**42)
+_ZERO = msgspec.Raw(b"0")
 
 
 class EventFields(msgspec.Struct, gc=False):
-    """First pass: every field but the arguments."""
+    """First pass: every field but the arguments; `ts` and `dur` as their decimal text, turned
+    into exact integer ns by `chrome_exact` (no float step, no Python object per value)."""
 
     ph: str = ""
     cat: str = ""
@@ -55,23 +51,16 @@ class EventFields(msgspec.Struct, gc=False):
     tid: int | str = 0
     id: int | str | None = None
     bp: str = ""
-    ts: float = 0.0
-    dur: float = 0.0
+    ts: msgspec.Raw = _ZERO
+    dur: msgspec.Raw = _ZERO
     name: str = ""
     args: msgspec.Raw = msgspec.Raw()
-
-
-class _ExactTime(msgspec.Struct, gc=False):
-    """Only `ts`, as the number's source text, for traces too large for float precision."""
-
-    ts: msgspec.Raw = msgspec.Raw(b"0")
 
 
 decode_top = msgspec.json.Decoder(
     dict[str, msgspec.Raw] | list[msgspec.Raw] | str | float | bool | None
 )
 decode_fields = msgspec.json.Decoder(list[EventFields])
-_decode_exact_times = msgspec.json.Decoder(list[_ExactTime])
 decode_any = msgspec.json.Decoder()
 
 T = TypeVar("T")
@@ -168,11 +157,6 @@ class EventText:
                     self._decode(decode_fields)
                     raise TraceFormatError(self.path, "not a Chrome trace event list") from None
             reach = max(2 * reach, end - start + 1)
-
-    def exact_ts_ns(self) -> I64:
-        """Every `ts` converted from its decimal text, for values beyond float precision."""
-        times = self._decode(_decode_exact_times)
-        return np.array([exact_ns(bytes(item.ts)) for item in times], dtype=np.int64)
 
     def _decode(self, decoder: msgspec.json.Decoder[list[T]]) -> list[T]:
         try:
@@ -312,15 +296,3 @@ def _array_body(view: memoryview) -> tuple[int, int] | None:
     while body_start < stop - 1 and view[body_start] in WHITESPACE:
         body_start += 1
     return body_start, stop - 1
-
-
-def exact_ns(text: bytes) -> int:
-    """Decimal microseconds text -> integer ns, rounded half to even, with no float step."""
-    scaled = decimal.Decimal(text.decode("ascii")) * 1000
-    return int(scaled.to_integral_value(rounding=decimal.ROUND_HALF_EVEN))
-
-
-def us_to_ns(micros: F64) -> I64:
-    """Float microseconds -> int ns, exact to the parse error (integer and fraction apart)."""
-    whole = np.floor(micros)
-    return whole.astype(np.int64) * 1000 + np.rint((micros - whole) * 1000.0).astype(np.int64)

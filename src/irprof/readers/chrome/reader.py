@@ -8,12 +8,11 @@ they are walked while still in cache and never all alive at once. The raw `args`
 into a file-order buffer and gathered into the Trace's time-ordered blob run by run.
 
 Time: `ts`/`dur` are microseconds (the spec; `displayTimeUnit` only changes how viewers display
-them, so it is recorded in metadata, not applied). They are converted to integer ns by splitting
-the float into its integer and fractional microseconds, so the only error is the decimal -> float
-parse, which stays under 0.5 ns while |ts| < 2^42 us (51 days: relative times, Kineto with its
-`baseTimeNanoseconds`). Larger values (epoch microseconds such as 1700000000123456.789, which a
-float64 holds only to ~0.25 us) are re-read as exact decimal text in a second, ts-only decode.
-Kineto's `baseTimeNanoseconds` is added, which makes Kineto times epoch ns.
+them, so it is recorded in metadata, not applied). They are decoded as their decimal text and
+converted to integer ns exactly, rounded half to even, with no float step (`chrome_exact`: numpy
+over the joined digits, no Python code per value), so epoch microseconds such as
+1700000000123456.789 keep their nanoseconds. Kineto's `baseTimeNanoseconds` is added, which makes
+Kineto times epoch ns.
 
 Phases: X (complete); B/E paired per (pid, tid) stack, unbalanced ones reported in
 `Trace.warnings`; i/I/n (INSTANT); C (COUNTER, the values stay in args); M (process and thread
@@ -56,15 +55,14 @@ from irprof.readers.chrome.columns import (
     tracks_table,
 )
 from irprof.readers.chrome.decode import (
-    FLOAT_EXACT_LIMIT_US,
     MAX_JSON_DEPTH,
     WHITESPACE,
     EventFields,
     EventText,
     SpanMismatch,
     locate_events,
-    us_to_ns,
 )
+from irprof.readers.chrome.exact import NanosecondColumn
 from irprof.readers.chrome.flows import FLOW_END, FLOW_START, FlowPoints, bind_flows
 from irprof.readers.chrome.pairing import merge_args, pair_begin_end
 from irprof.trace.columns import check_time_columns, dense_unique, time_order
@@ -181,9 +179,15 @@ class FieldColumns:
     each instance has its own. Ids are in first-seen order either way.
     """
 
-    def __init__(self, interners: tuple[Interner, Interner, Interner, Interner] | None = None):
+    def __init__(
+        self,
+        path: Path,
+        interners: tuple[Interner, Interner, Interner, Interner] | None = None,
+        first_row: int = 0,
+    ) -> None:
         self.rows = 0
-        self.ts_us, self.dur_us = _Column(np.float64), _Column(np.float64)
+        self.ts_ns = NanosecondColumn(path, "ts", first_row)
+        self.dur_ns = NanosecondColumn(path, "dur", first_row)
         self.pid, self.tid, self.cat, self.name = interners or (
             Interner(),
             Interner(),
@@ -220,12 +224,12 @@ class FieldColumns:
         self._key_ids.append(key_ids)
         self._add_keys(self._keys.take_new())
         phase = np.frombuffer(self._key_table[0], dtype=np.int64)[key_ids]
-        self.ts_us.append(np.fromiter(map(_ts, events), np.float64, count))
-        self.dur_us.append(np.fromiter(map(_dur, events), np.float64, count))
+        self.ts_ns.add(list(map(_ts, events)))
+        self.dur_ns.add(list(map(_dur, events)))
         # Copied out of the chunk's text, which is freed with the chunk; no object per event.
         raw_args = list(map(_args, events))
         self.args_length.append(np.fromiter(map(len, raw_args), np.int64, count))
-        self.args_text.writelines(raw_args)
+        self.args_text.write(b"".join(raw_args))  # one write: writelines makes one per event
         flow_rows = np.nonzero(phase >= PHASE_FLOW_START)[0]
         if len(flow_rows):
             flow_events = [events[row] for row in flow_rows.tolist()]
@@ -277,7 +281,7 @@ _ts, _dur, _args = attrgetter("ts"), attrgetter("dur"), attrgetter("args")
 
 def _shape_columns(text: EventText, base_ns: int, warnings: list[str]) -> _Shape:
     """Decode the fields pass chunk by chunk into numpy columns."""
-    columns = FieldColumns()
+    columns = FieldColumns(text.path)
     for events in text.event_fields():
         columns.add(events)
     phase = columns.phase.array()
@@ -287,14 +291,11 @@ def _shape_columns(text: EventText, base_ns: int, warnings: list[str]) -> _Shape
     track = pid_ids * max(len(tids), 1) + tid_ids
     names = InternedNames(columns.name_ids.array(), columns.name.table)
     meta = last_metadata_rows(np.nonzero(phase == PHASE_META)[0], track, names.ids)
-    ts_us, dur_us = columns.ts_us.array(), columns.dur_us.array()
-    check_times(text.path, ts_us, dur_us, base_ns)
-    if len(ts_us) and float(np.abs(ts_us).max()) >= FLOAT_EXACT_LIMIT_US:
-        ts_ns = text.exact_ts_ns() + base_ns
-    else:
-        ts_ns = us_to_ns(ts_us) + base_ns
+    ts_ns, dur_ns = columns.ts_ns.array(), columns.dur_ns.array()
+    check_times(text.path, ts_ns, dur_ns, base_ns)
+    ts_ns = ts_ns + base_ns
     dur_ns = check_time_columns(
-        text.path, ts_ns, us_to_ns(dur_us), warnings, lambda row: f"traceEvents[{row}]"
+        text.path, ts_ns, dur_ns, warnings, lambda row: f"traceEvents[{row}]"
     )
     return _Shape(
         phase=phase,

@@ -19,9 +19,7 @@ and gives the same result, row for row and byte for byte (`load_parquet` of its 
    rows go by; the header (strings, tracks, flows, metadata, warnings) closes the file.
 
 Memory grows only with what must be kept: ~40 bytes per flow event, B/E events, distinct names,
-tracks and metadata keys. One difference from the reader: when only some events have `ts`
-beyond float precision (>= 2**42 us), exact decimal times are used for the chunks holding them,
-not for the whole file (a trace mixing epoch and relative times).
+tracks and metadata keys. Times are exact decimal nanoseconds, as in the reader (`chrome_exact`).
 """
 
 from __future__ import annotations
@@ -50,7 +48,6 @@ from irprof.readers.chrome.columns import (
     numeric_order,
     tracks_table,
 )
-from irprof.readers.chrome.decode import FLOAT_EXACT_LIMIT_US, EventText, us_to_ns
 from irprof.readers.chrome.flows import FlowPoints
 from irprof.readers.chrome.pairing import merge_args, pair_begin_end
 from irprof.readers.chrome.reader import (
@@ -98,15 +95,8 @@ class _Kept:
     names: set[int] = field(default_factory=set)
     tracks: set[tuple[int, int]] = field(default_factory=set)
     negative_durations: int = 0
-    # (ts_us, dur_us, row) of the events with the extreme start and end, checked with the base
-    extremes: list[tuple[float, float, int]] = field(default_factory=list)
-
-
-def _largest_time(columns: FieldColumns, start: int) -> float:
-    """Largest |ts| of the rows from `start` (no view of the growing column may outlive this)."""
-    if columns.rows <= start:
-        return 0.0
-    return float(np.abs(columns.ts_us.array()[start:]).max())
+    # (ts_ns, dur_ns, row) of the events with the extreme starts and ends, checked with the base
+    extremes: list[tuple[int, int, int]] = field(default_factory=list)
 
 
 class _FirstPass:
@@ -123,33 +113,25 @@ class _FirstPass:
 
     def run(self, stream: EventStream) -> None:
         """Read the whole stream."""
-        columns, size = FieldColumns(self.interners), 0
-        exact: list[tuple[int, I64]] = []
+        columns, size = FieldColumns(self.path, self.interners, self.events), 0
         for chunk in stream:
-            before = columns.rows
             columns.add(chunk.events)
-            if _largest_time(columns, before) >= FLOAT_EXACT_LIMIT_US:
-                exact.append((before, EventText(self.path, chunk.text, {}).exact_ts_ns()))
             size += len(chunk.text)
             if size >= self.segment_bytes:
-                self._segment(columns, exact)
-                columns, size, exact = FieldColumns(self.interners), 0, []
+                self._segment(columns)
+                columns, size = FieldColumns(self.path, self.interners, self.events), 0
         if columns.rows:
-            self._segment(columns, exact)
+            self._segment(columns)
 
-    def _segment(self, columns: FieldColumns, exact: list[tuple[int, I64]]) -> None:
+    def _segment(self, columns: FieldColumns) -> None:
         first = self.events
         phase = columns.phase.array()
-        ts_us, dur_us = columns.ts_us.array(), columns.dur_us.array()
-        check_times(self.path, ts_us, dur_us, 0, first)
-        self._note_extremes(ts_us, dur_us, first)
-        dur_ns = us_to_ns(dur_us)
+        ts_ns, dur_ns = columns.ts_ns.array(), columns.dur_ns.array()
+        check_times(self.path, ts_ns, dur_ns, 0, first)
+        self._note_extremes(ts_ns, dur_ns, first)
         negative = dur_ns < 0
         self.kept.negative_durations += int(np.count_nonzero(negative))
-        dur_ns[negative] = 0
-        ts_ns = us_to_ns(ts_us)
-        for start, values in exact:
-            ts_ns[start : start + len(values)] = values
+        dur_ns = np.where(negative, 0, dur_ns)
         pid_ids, tid_ids = columns.pid_ids.array(), columns.tid_ids.array()
         cat_ids, name_ids = columns.cat_ids.array(), columns.name_ids.array()
         args = ArgsText(columns.args_text.getvalue(), columns.args_length.array())
@@ -177,12 +159,18 @@ class _FirstPass:
         self._spill(direct[order], kinds[order], phase, ts_ns, dur_ns, columns, args, first)
         self.events += columns.rows
 
-    def _note_extremes(self, ts_us: Any, dur_us: Any, first: int) -> None:
-        if len(ts_us) == 0:
+    def _note_extremes(self, ts_ns: I64, dur_ns: I64, first: int) -> None:
+        if len(ts_ns) == 0:
             return
-        end_us = ts_us + dur_us
-        for row in {int(ts_us.argmin()), int(ts_us.argmax()), int(end_us.argmax())}:
-            self.kept.extremes.append((float(ts_us[row]), float(dur_us[row]), row + first))
+        end_ns = ts_ns + dur_ns
+        rows = {
+            int(ts_ns.argmin()),
+            int(ts_ns.argmax()),
+            int(end_ns.argmin()),
+            int(end_ns.argmax()),
+        }
+        for row in sorted(rows):
+            self.kept.extremes.append((int(ts_ns[row]), int(dur_ns[row]), row + first))
 
     def _keep_metadata(
         self, phase: Any, pid_ids: I64, tid_ids: I64, name_ids: I64, args: ArgsText, first: int
@@ -324,8 +312,8 @@ def _finish_first_pass(path: Path, first: _FirstPass, stream: EventStream) -> St
     """Base time, final pid/tid order, names, track names, B/E slices and flow points."""
     kept = first.kept
     base_ns = base_time_ns(path, stream.fields.get("baseTimeNanoseconds"))
-    for ts_us, dur_us, row in kept.extremes if base_ns else ():
-        check_times(path, np.array([ts_us]), np.array([dur_us]), base_ns, row)
+    for ts_ns, dur_ns, row in kept.extremes if base_ns else ():
+        check_times(path, np.array([ts_ns]), np.array([dur_ns]), base_ns, row)
     pid_rank, pids = numeric_order(np.arange(len(first.interners[0])), first.interners[0].table)
     tid_rank, tids = numeric_order(np.arange(len(first.interners[1])), first.interners[1].table)
     width = max(len(tids), 1)

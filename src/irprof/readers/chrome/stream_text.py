@@ -20,7 +20,6 @@ from __future__ import annotations
 import codecs
 import gzip
 import uuid
-import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,7 +28,7 @@ from typing import IO, Any
 import msgspec
 
 from irprof.errors import TraceFormatError
-from irprof.fileio import GZIP_MAGIC
+from irprof.fileio import GZIP_MAGIC, INFLATE_ERRORS
 from irprof.readers.chrome.checks import REPLACEMENT
 from irprof.readers.chrome.decode import (
     CHUNK_BYTES,
@@ -48,6 +47,13 @@ from irprof.readers.chrome.decode import (
     validation_error,
 )
 
+_GzipFile: type[gzip.GzipFile]
+try:  # ISA-L's gzip reader: the same format, about twice zlib's inflate speed
+    from isal.igzip import IGzipFile as _GzipFile
+except ImportError:  # pragma: no cover - the standard library's then
+    _GzipFile = gzip.GzipFile
+_READ_ERRORS: tuple[type[Exception], ...] = (OSError, *INFLATE_ERRORS)
+
 BLOCK_BYTES = 8 << 20  # read (and decompress) the file this much at a time
 MAX_HEAD_BYTES = 64 << 20  # the `traceEvents` key must start within this much of the file
 # Most text held between two event boundaries (`},`): one event, or a run of whitespace, this
@@ -62,7 +68,7 @@ class EventChunk:
     """Consecutive events of the array: the decoded structs and their JSON text."""
 
     events: list[EventFields]
-    text: bytes  # `[` + the events' text + `]`, for the exact-time decode of large `ts`
+    text: bytes  # `[` + the events' text + `]`: its size counts toward a segment
     first_index: int  # index in `traceEvents` of the first event
 
 
@@ -75,7 +81,7 @@ class _Blocks:
         magic = handle.read(2)
         handle.seek(0)
         self.handle: IO[bytes] | gzip.GzipFile = (
-            gzip.GzipFile(fileobj=handle, mode="rb") if magic == GZIP_MAGIC else handle
+            _GzipFile(fileobj=handle, mode="rb") if magic == GZIP_MAGIC else handle
         )
         self.first = True
         self.decoder: codecs.IncrementalDecoder | None = None
@@ -85,7 +91,7 @@ class _Blocks:
         """The next block (b"" at the end of the file)."""
         try:
             block = self.handle.read(self.block_bytes)
-        except (EOFError, OSError, zlib.error) as exc:
+        except _READ_ERRORS as exc:
             raise TraceFormatError(
                 self.path, f"gzip stream is truncated or corrupt ({exc})"
             ) from exc

@@ -1,0 +1,250 @@
+"""Exact nanoseconds from the decimal text of JSON microseconds, with no Python code per value.
+
+`ts` and `dur` are decoded as `msgspec.Raw` (the number's source text, a view into the chunk);
+a chunk's values are joined by `,` in C and parsed here by numpy over the bytes: the integer
+digits before the decimal point (or the end) are read 8 at a time as one word (`_integer_part`),
+the first three fraction digits give the nanoseconds, the fourth and any non-zero digit after
+it round half to even, as `Decimal(text) * 1000` does. No float is involved, so
+`1700000000123456.789` us is 1700000000123456789 ns and the tie `0.5015` us is 502 ns (through a
+float64 it was 501: 0.5015 is stored as 0.50149999999999994; one tie in five came out wrong that
+way). Values outside that shape (an exponent, more than 16 integer digits or 24 fraction
+digits, a string or any other JSON value) are few, and each is converted or refused on its own
+(`_exact_ns`). Values are parsed in batches of about `BATCH_VALUES` across chunks, so numpy's
+per-call cost is paid a few times per file, not per chunk.
+"""
+
+from __future__ import annotations
+
+import decimal
+import io
+from collections.abc import Sequence
+from pathlib import Path
+
+import msgspec
+import numpy as np
+import numpy.typing as npt
+
+from irprof.errors import TraceFormatError
+from irprof.trace.columns import MAX_ABS_NS
+
+I64 = npt.NDArray[np.int64]
+U8 = npt.NDArray[np.uint8]
+
+BATCH_VALUES = 1 << 16
+SEPARATOR = ord(",")  # never inside a JSON number; a value holding one is parsed on its own
+MAX_INT_DIGITS = 16  # 10**16 us is past 2**62 ns: longer integer parts are refused anyway
+MAX_FRACTION_DIGITS = 24
+_PAD = b"," * (MAX_FRACTION_DIGITS + 8)  # lets fraction digits be gathered past the last value
+_LEAD = b"," * 16  # lets the 16 bytes before the first value's point be read as two words
+_POW10 = np.array([10**power for power in range(19)], dtype=np.int64)
+WHY = {
+    "ts": "is not a finite time within int64 nanoseconds (|ts| < 4.6e15 us with the base)",
+    "dur": "is not a finite duration within int64 nanoseconds (< 4.6e15 us)",
+}
+
+
+def _exact_ns(text: bytes) -> int | None:
+    """Decimal microseconds text -> integer ns, rounded half to even, exactly (any precision);
+    None when the text is not a JSON number or is beyond int64 nanoseconds."""
+    if not text or text[:1] not in b"-0123456789":
+        return None  # a string, true, null, an object...: not a number
+    value = decimal.Decimal(text.decode("ascii"))
+    if not value.is_finite() or value.adjusted() > 18:  # |value| >= 1e19 us
+        return None
+    digits = len(value.as_tuple().digits)
+    exact = decimal.Context(prec=digits + 8, Emax=decimal.MAX_EMAX, Emin=decimal.MIN_EMIN)
+    scaled = value.scaleb(3, context=exact)
+    ns = int(scaled.to_integral_value(rounding=decimal.ROUND_HALF_EVEN, context=exact))
+    return ns if -MAX_ABS_NS < ns < MAX_ABS_NS else None
+
+
+def _refuse(path: Path, field: str, row: int, text: bytes) -> TraceFormatError:
+    """The error for the value `text` of `field` at `row` of `traceEvents`."""
+    where = f"traceEvents[{row}] field '{field}'"
+    shown = text[:40].decode("utf-8", "replace")
+    if text[:1] in b"-0123456789":
+        number = decimal.Decimal(text.decode("ascii"))
+        return TraceFormatError(path, f"{field} = {float(number)!r} us {WHY[field]}", where=where)
+    return TraceFormatError(
+        path,
+        f"{field} = {shown} is not a number of microseconds (see the Chrome trace event format)",
+        where=where,
+    )
+
+
+def parse_ns(text: bytes, count: int) -> tuple[I64, I64]:
+    """ns of the `count` JSON values in `text`, each followed by `,`; and the rows the fast
+    path left (other shapes, or a separator count that does not match): their ns are 0."""
+    data = np.frombuffer(_LEAD + text + _PAD, dtype=np.uint8)
+    body = data[len(_LEAD) : len(_LEAD) + len(text)]
+    separator = body == SEPARATOR
+    ends = np.flatnonzero(separator)
+    if len(ends) != count:  # a comma inside a string value: the caller parses them one by one
+        return np.zeros(count, dtype=np.int64), np.arange(count, dtype=np.int64)
+    starts = np.empty(count, dtype=np.int64)
+    starts[:1] = 0
+    starts[1:] = ends[:-1] + 1
+    negative = body[starts] == ord("-")
+    digit = (body - np.uint8(ord("0"))) < 10
+    dot = body == ord(".")
+    point = _points(body, starts, ends, dot)
+    odd_bytes = np.flatnonzero(~(digit | separator | dot))
+    odd = np.zeros(count, dtype=np.bool_)
+    if len(odd_bytes):
+        odd_rows = np.searchsorted(ends, odd_bytes)
+        leading_minus = (odd_bytes == starts[odd_rows]) & (body[odd_bytes] == ord("-"))
+        odd[odd_rows[~leading_minus]] = True
+    first_digit = starts + negative
+    int_digits = point - first_digit
+    fraction_digits = np.where(point < ends, ends - point - 1, 0)
+    odd |= (
+        (int_digits < 1) | (int_digits > MAX_INT_DIGITS) | (fraction_digits > MAX_FRACTION_DIGITS)
+    )
+    # 16 integer digits fit int64 ns only below 5e15 us (and anything >= 2**62 ns is refused).
+    odd |= (int_digits == MAX_INT_DIGITS) & (body[first_digit] > ord("4"))
+    fast = ~odd
+    int_digits = np.where(fast, int_digits, 0)
+    fraction_digits = np.where(fast, fraction_digits, 0)
+    point += len(_LEAD)  # positions in `data` from here on
+    total = _integer_part(data, point, int_digits) * 1000
+    for place in range(min(3, int(fraction_digits.max(initial=0)))):
+        value = data[point + 1 + place].astype(np.int64) - ord("0")
+        total += np.where(place < fraction_digits, value, 0) * _POW10[2 - place]
+    if int(fraction_digits.max(initial=0)) > 3:
+        total += _round_half_even(data, point, fraction_digits, total)
+    total[negative] *= -1
+    total[odd] = 0
+    return total, np.flatnonzero(odd)
+
+
+def _points(body: U8, starts: I64, ends: I64, dot: npt.NDArray[np.bool_]) -> I64:
+    """Each value's decimal point, or its end when it has none. A number holds at most one dot
+    (JSON), so each dot is its value's point: looked for first where a trace's usual number of
+    fraction digits puts it (Kineto writes 3), then by a search over every dot."""
+    point = ends.copy()
+    dots = int(np.count_nonzero(dot))
+    found = 0
+    for fraction_digits in (3, 1, 2, 6):
+        if found == dots:
+            return point
+        candidate = ends - 1 - fraction_digits
+        hit = body[np.maximum(candidate, 0)] == ord(".")
+        hit &= (candidate > starts) & (point == ends)  # within the value, after a digit
+        point[hit] = candidate[hit]
+        found += int(np.count_nonzero(hit))
+    if found != dots:
+        positions = np.flatnonzero(dot)
+        point[np.searchsorted(ends, positions)] = positions
+    return point
+
+
+def _integer_part(data: U8, point: I64, int_digits: I64) -> I64:
+    """The integer before each point (up to 16 digits), 8 digits at a time: the 8 bytes before
+    the point read as one little-endian uint64 (an unaligned, overlapping view of the bytes),
+    the bytes before the number set to "0", and the digits combined pairwise in 3 steps (SWAR:
+    b0*10+b1 per 16-bit lane, then *100 per 32-bit lane, then *10000)."""
+    words = np.ndarray((len(data) - 7,), dtype="<u8", buffer=data, strides=(1,))
+    value = _eight_digits(words[point - 8], np.clip(8 - int_digits, 0, 8))
+    if int(int_digits.max(initial=0)) > 8:
+        high = _eight_digits(words[point - 16], np.clip(16 - int_digits, 0, 8))
+        value += high * np.uint64(10**8)
+    return value.astype(np.int64)
+
+
+_ZEROS = np.uint64(0x3030303030303030)
+# Per count of leading bytes that are not the number's: the mask of those (low-order) bytes.
+_LEADING_MASK = np.array([(1 << (8 * count)) - 1 for count in range(9)], dtype=np.uint64)
+
+
+def _eight_digits(words: npt.NDArray[np.uint64], outside: I64) -> npt.NDArray[np.uint64]:
+    """The 8-digit numbers in `words` whose first `outside` bytes are not digits of theirs."""
+    mask = _LEADING_MASK[outside]
+    words = ((words & ~mask) | (_ZEROS & mask)) - _ZEROS
+    words = (words * np.uint64(10) + (words >> np.uint64(8))) & np.uint64(0x00FF00FF00FF00FF)
+    words = (words * np.uint64(100) + (words >> np.uint64(16))) & np.uint64(0x0000FFFF0000FFFF)
+    words = (words * np.uint64(10000) + (words >> np.uint64(32))) & np.uint64(0xFFFFFFFF)
+    return words
+
+
+def _round_half_even(data: U8, point: I64, fraction_digits: I64, total: I64) -> I64:
+    """1 where the digits past the nanosecond round |ns| up (half to even), else 0."""
+    has_round = fraction_digits > 3
+    first = np.where(has_round, data[point + 4].astype(np.int64) - ord("0"), 0)
+    beyond = np.zeros(len(total), dtype=np.bool_)
+    for place in range(4, int(fraction_digits.max())):
+        beyond |= (place < fraction_digits) & (data[point + 1 + place] != ord("0"))
+    half = first == 5
+    up: npt.NDArray[np.bool_] = (first > 5) | (half & (beyond | (total % 2 == 1)))
+    return up.astype(np.int64)
+
+
+class NanosecondColumn:
+    """Exact ns of one field (`ts` or `dur`) of every event added, from their raw JSON values.
+
+    A value that is not a number, or is beyond int64 nanoseconds, raises a TraceFormatError
+    naming `path`, the event's index in `traceEvents` (`first_row` + its row) and the field.
+    """
+
+    def __init__(self, path: Path, field: str, first_row: int = 0) -> None:
+        self.path, self.field, self.first_row = path, field, first_row
+        self.parts: list[I64] = []
+        self.rows = 0
+        self._pending = io.BytesIO()
+        self._pending_count = 0
+
+    def add(self, values: Sequence[msgspec.Raw]) -> None:
+        """Take one chunk's values (copied out: the chunk's text may be freed afterwards)."""
+        if not values:
+            return
+        joined = b",".join(values)
+        if joined.count(b",") != len(values) - 1:  # a string holding a comma: one by one now
+            self._flush()
+            self._add_parsed(np.zeros(len(values), np.int64), [bytes(value) for value in values])
+            return
+        self._pending.write(joined)
+        self._pending.write(b",")
+        self._pending_count += len(values)
+        if self._pending_count >= BATCH_VALUES:
+            self._flush()
+
+    def array(self) -> I64:
+        """Every value added, in ns (parsing what is pending)."""
+        self._flush()
+        if len(self.parts) != 1:
+            self.parts = [np.concatenate(self.parts) if self.parts else np.zeros(0, np.int64)]
+        return self.parts[0]
+
+    def _flush(self) -> None:
+        if not self._pending_count:
+            return
+        text, count = self._pending.getvalue(), self._pending_count
+        self._pending, self._pending_count = io.BytesIO(), 0
+        values, odd = parse_ns(text, count)
+        if len(odd) == 0:
+            self._add_parsed(values, [])
+            return
+        ends = np.flatnonzero(np.frombuffer(text, dtype=np.uint8) == SEPARATOR)
+        starts = np.concatenate([[0], ends[:-1] + 1])
+        pieces = {row: text[int(starts[row]) : int(ends[row])] for row in odd.tolist()}
+        self._add_parsed(values, pieces)
+
+    def _add_parsed(self, values: I64, pieces: dict[int, bytes] | list[bytes]) -> None:
+        """`values` with the rows of `pieces` (row -> text, or every row's text) converted one
+        by one; range-checked."""
+        items = pieces.items() if isinstance(pieces, dict) else enumerate(pieces)
+        for row, piece in items:
+            ns = _exact_ns(piece)
+            if ns is None:
+                raise _refuse(self.path, self.field, self.first_row + self.rows + row, piece)
+            values[row] = ns
+        bad = np.flatnonzero((values >= MAX_ABS_NS) | (values <= -MAX_ABS_NS))
+        if len(bad):
+            row = int(bad[0])
+            more = f" ({len(bad) - 1} more event(s) like it)" if len(bad) > 1 else ""
+            raise TraceFormatError(
+                self.path,
+                f"{self.field} = {int(values[row]) / 1000!r} us {WHY[self.field]}{more}",
+                where=f"traceEvents[{self.first_row + self.rows + row}] field '{self.field}'",
+            )
+        self.parts.append(values)
+        self.rows += len(values)
