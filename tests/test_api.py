@@ -72,7 +72,7 @@ def test_read_trace_and_errors_from_the_package(tmp_path: Path) -> None:
     with pytest.raises(irprof.BundleError, match="not a run bundle"):
         irprof.open_run(missing)
     with pytest.raises(
-        irprof.UsageError, match="unknown framework 'mxnet'; known: iree, jax, tf, torch"
+        irprof.UsageError, match="unknown framework 'mxnet'; known: iree, jax, onnx, tf, torch"
     ):
         irprof.capture_model("mxnet", "model.py", tmp_path / "out")
     with pytest.raises(AttributeError):

@@ -94,6 +94,10 @@ class Coverage:
     # grappler pruned or folded them): they do no work, so they are kept out of `ops_nontrivial`
     # and listed in `unmatched_ops` with that reason.
     ops_not_executed: int = 0
+    # Non-trivial ops seen running with no time of their own in the timed steps (TF's cheap ops,
+    # recorded only by the untimed reference steps; XLA instructions that ran inside other
+    # thunks): counted in `ops_nontrivial`, not annotated, listed with that reason.
+    ops_untimed: int = 0
     unmatched_events: tuple[UnmatchedEvent, ...] = ()
     unmatched_ops: tuple[UnmatchedOp, ...] = ()
     warnings: tuple[str, ...] = ()
@@ -110,6 +114,12 @@ class Coverage:
         return self.ops_nontrivial_annotated / self.ops_nontrivial if self.ops_nontrivial else 0.0
 
     @property
+    def nontrivial_seen_coverage(self) -> float:
+        """Share of non-trivial ops seen running: timed (annotated) or only untimed."""
+        seen = self.ops_nontrivial_annotated + self.ops_untimed
+        return seen / self.ops_nontrivial if self.ops_nontrivial else 0.0
+
+    @property
     def nontrivial_coverage_with_removed(self) -> float:
         """Share of non-trivial ops annotated, counting the ones the compiler removed as misses."""
         total = self.ops_nontrivial + self.ops_not_executed
@@ -120,6 +130,7 @@ class Coverage:
         out = asdict(self)
         out["time_coverage"] = self.time_coverage
         out["nontrivial_coverage"] = self.nontrivial_coverage
+        out["nontrivial_seen_coverage"] = self.nontrivial_seen_coverage
         out["nontrivial_coverage_with_removed"] = self.nontrivial_coverage_with_removed
         return out
 
@@ -158,6 +169,7 @@ class _CoverageSchema(msgspec.Struct):
     ops_annotated: _Count
     ops_nontrivial_annotated: _Count
     ops_not_executed: _Count = 0
+    ops_untimed: _Count = 0
     unmatched_events: list[_UnmatchedEventSchema] = []
     unmatched_ops: list[_UnmatchedOpSchema] = []
     warnings: list[str] = []
@@ -179,6 +191,7 @@ def _coverage_of(record: _CoverageSchema) -> Coverage:
         ops_annotated=record.ops_annotated,
         ops_nontrivial_annotated=record.ops_nontrivial_annotated,
         ops_not_executed=record.ops_not_executed,
+        ops_untimed=record.ops_untimed,
         unmatched_events=tuple(
             UnmatchedEvent(e.name, e.total_ns, e.count, e.reason) for e in record.unmatched_events
         ),

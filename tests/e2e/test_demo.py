@@ -50,4 +50,4 @@ def test_demo_never_deletes_a_directory_it_did_not_write(
 
 def test_demo_rejects_an_unknown_framework(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["demo", "--framework", "mxnet"]) == 2
-    assert "unknown framework 'mxnet'; known: iree, jax, tf, torch" in capsys.readouterr().err
+    assert "unknown framework 'mxnet'; known: iree, jax, onnx, tf, torch" in capsys.readouterr().err

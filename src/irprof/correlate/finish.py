@@ -34,6 +34,7 @@ def finish_level(
     where: str,
     reasons: Mapping[int, str] | None = None,
     not_executed: Collection[int] = (),
+    untimed: Collection[int] = (),
     warnings: Iterable[str] = (),
     totals: Mapping[str, Any] | None = None,
     coverage_extra: Mapping[str, Any] | None = None,
@@ -64,6 +65,7 @@ def finish_level(
         unmatched_events=ledger.unmatched_events(),
         reasons=reasons,
         not_executed=not_executed,
+        untimed=untimed,
         warnings=warnings,
     )
     extra: dict[str, Any] = {**(coverage_extra or {}), **ledger.totals()}

@@ -37,6 +37,7 @@ def coverage_for(
     unmatched_events: Iterable[UnmatchedEvent] = (),
     reasons: Mapping[int, str] | None = None,
     not_executed: Collection[int] = (),
+    untimed: Collection[int] = (),
     warnings: Iterable[str] = (),
     max_listed: int = MAX_UNMATCHED,
 ) -> Coverage:
@@ -47,6 +48,8 @@ def coverage_for(
     reasons:    optional position -> why that op is unmatched (else a reason from its key);
     not_executed: positions of ops the compiler provably removed before running; counted in
                 `ops_not_executed` instead of `ops_nontrivial`, still listed with their reason;
+    untimed:    positions of ops seen running only outside the timed steps: counted in
+                `ops_nontrivial` and `ops_untimed`, listed with their reason;
     unmatched_events: profiled events no op received (the largest `max_listed` are listed, the
                 rest summed into one row, so listed time always adds up).
     """
@@ -55,6 +58,7 @@ def coverage_for(
     nontrivial = 0
     nontrivial_annotated = 0
     removed = 0
+    untimed_count = 0
     unmatched_ops: list[UnmatchedOp] = []
     for position, (op, key) in enumerate(keyed_ops):
         if is_trivial_op(op.name):
@@ -67,6 +71,7 @@ def coverage_for(
             removed += 1
         else:
             nontrivial += 1
+            untimed_count += position in untimed
         if len(unmatched_ops) < max_listed:
             location = render(from_ir(op.location))
             if len(location) > MAX_LOCATION_CHARS:
@@ -96,6 +101,7 @@ def coverage_for(
         ops_annotated=len(annotated_set),
         ops_nontrivial_annotated=nontrivial_annotated,
         ops_not_executed=removed,
+        ops_untimed=untimed_count,
         unmatched_events=tuple(events),
         unmatched_ops=tuple(unmatched_ops),
         warnings=tuple(warnings),

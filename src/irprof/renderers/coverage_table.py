@@ -100,6 +100,16 @@ def coverage_report(coverage: Coverage) -> Group:
         f"{coverage.nontrivial_coverage:.1%} "
         f"({coverage.ops_nontrivial_annotated}/{coverage.ops_nontrivial})",
     )
+    if coverage.ops_untimed:
+        figures.add_row(
+            "ran, no time of their own",
+            f"{coverage.ops_untimed} ({coverage.nontrivial_seen_coverage:.1%} seen running)",
+        )
+        untimed_ns = coverage.extra.get("untimed_reference_ns")
+        if isinstance(untimed_ns, int) and untimed_ns > 0:
+            figures.add_row(
+                "their time in the untimed steps", f"{format_ns(untimed_ns)} (not counted)"
+            )
     parts: list[Table] = [figures]
     phases = _phase_table(coverage.extra.get("training"))
     if phases is not None:

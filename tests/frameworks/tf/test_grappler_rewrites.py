@@ -143,6 +143,18 @@ def timed_events(bundle: RunBundle) -> dict[str, int]:
     return dict(totals)
 
 
+def reference_events(bundle: RunBundle) -> dict[str, int]:
+    """`node:type` event -> its total duration in the capture's untimed reference steps (host
+    level 3: the cheap kernels the timed steps' level does not record are there)."""
+    name = bundle.manifest().option_str("reference_trace", "")
+    totals: dict[str, int] = defaultdict(int)
+    if name:
+        trace = bundle.read_trace_member(name, what="reference trace")
+        for row in trace.rows_of_kind(EventKind.FRAMEWORK_OP).tolist():
+            totals[trace.name_of(row)] += int(trace.dur_ns[row])
+    return dict(totals)
+
+
 def ran_node_names(bundle: RunBundle) -> set[str]:
     """Nodes with an op event in the trace or in the capture's reference steps (host level 3,
     every kernel the executor ran)."""
@@ -165,7 +177,9 @@ class RewriteGroup:
     events: dict[str, int]  # its nodes' `node:type` events -> timed duration
 
 
-def rewrite_groups(bundle: RunBundle, level: str) -> list[RewriteGroup]:
+def rewrite_groups(
+    bundle: RunBundle, level: str, events: dict[str, int] | None = None
+) -> list[RewriteGroup]:
     """The add trees the executed graph holds instead of IR adds, each with the adds it replaced,
     from def-use alone: a tree's root is a rewritten add node some other node reads; in the IR
     that reader (same kernel type, unfused, so its operands line up) reads the root's original
@@ -180,7 +194,7 @@ def rewrite_groups(bundle: RunBundle, level: str) -> list[RewriteGroup]:
         for source in data_inputs(spec):
             readers[source].append(name)
     roots = {r for r in rewritten if any(c not in rewritten for c in readers[r])}
-    events = timed_events(bundle)
+    events = timed_events(bundle) if events is None else events
     groups = []
     for root in sorted(roots):
         tree, pending = {root}, [root]

@@ -26,6 +26,7 @@ from irprof.frameworks.tf.reference import load_reference_steps
 from irprof.frameworks.tf.shapes import RuntimeShapes, shaped_flops
 from irprof.frameworks.tf.training import tf_training_record
 from irprof.frameworks.tf.xla import (
+    UNTIMED,
     XLA_LEVEL,
     borrowed_warning,
     join_xla,
@@ -317,6 +318,17 @@ def correlate_module(
     warnings += xla.warnings
     reasons, never_ran = tf_op_reasons(bundle, view, ledger, membership)
     reasons, never_ran = with_structure_reasons(reasons, never_ran, ledger, xla, untimed)
+    # Ran, with no time of their own: cheap ops seen only in the untimed reference steps, and
+    # XLA instructions that ran inside other thunks.
+    untimed_ops = {
+        position
+        for position, why in reasons.items()
+        if position not in never_ran and (why == UNTIMED or position in xla.compiled)
+    }
+    # What those ops took in the untimed steps: told, never counted (`--reference-time` does).
+    untimed_ns = sum(
+        sum(untimed.accounts[p].durations) for p in untimed_ops & set(untimed.accounts)
+    )
     source = membership.graph.source if membership is not None else None
     return finish_level(
         ledger,
@@ -328,11 +340,13 @@ def correlate_module(
         where=f"{trace_path} -> {level}",
         reasons=reasons,
         not_executed=never_ran,
+        untimed=untimed_ops,
         warnings=warnings,
         totals={"steps": manifest.steps},
         coverage_extra={
             "runtime_graph_source": source,
             **({"reference_ns": reference_ns} if reference_ns else {}),
+            **({"untimed_reference_ns": untimed_ns} if untimed_ns else {}),
             **({"xla": xla.record()} if xla.modules else {}),
         },
         training=tf_training_record(view, ledger),

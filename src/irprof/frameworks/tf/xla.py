@@ -51,6 +51,7 @@ class XlaJoin:
     profiled_ns: int = 0  # thunk time given to the ledger
     launch_overhead_ns: int = 0  # launching events' time outside their thunks (not op time)
     compiled: dict[int, str] = field(default_factory=dict)  # op -> why no time of its own
+    folded: set[int] = field(default_factory=set)  # ops XLA left no instruction for
     spans: list[CountedSpan] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     modules: dict[str, str] = field(default_factory=dict)  # HLO module -> IR function
@@ -292,7 +293,9 @@ def join_xla(
         if program is None:
             join.warnings.append(f"XLA module {module}: {why_not}; its thunks stay unattributed")
             continue
-        join.compiled.update(_compiled_reasons(view, program, names, function, module))
+        reasons, folded = _compiled_reasons(view, program, names, function, module)
+        join.compiled.update(reasons)
+        join.folded.update(folded)
         for position, callee in view.callee_of.items():
             if function and callee == function:
                 join.compiled[position] = LAUNCH.format(module=module, function=function)
@@ -305,9 +308,10 @@ def _compiled_reasons(
     names: _Names,
     function: str | None,
     module: str,
-) -> dict[int, str]:
+) -> tuple[dict[int, str], set[int]]:
     """Why each op of the cluster has no time of its own: it is an instruction that ran inside
-    another thunk, or XLA left no instruction for it. Never "never ran": the cluster ran."""
+    another thunk, or XLA left no instruction for it (those positions returned too: the compiler
+    removed them, they do no work). Never "never ran": the cluster ran."""
     instructions: dict[int, list[str]] = defaultdict(list)
     for instruction in program.instructions.values():
         if instruction.op_name:
@@ -317,11 +321,13 @@ def _compiled_reasons(
         position: NO_THUNK.format(module=module, instructions=", ".join(sorted(found)[:2]))
         for position, found in instructions.items()
     }
+    folded: set[int] = set()
     if function:
         for position, owner in enumerate(view.function_of):
             if owner == function and position not in reasons:
                 reasons[position] = NO_INSTRUCTION.format(module=module)
-    return reasons
+                folded.add(position)
+    return reasons, folded
 
 
 def with_structure_reasons(
@@ -338,7 +344,9 @@ def with_structure_reasons(
     referenced = {
         p: UNTIMED for p in untimed.accounts if p not in ledger.accounts and p not in compiled
     }
-    return {**reasons, **referenced, **compiled}, never_ran - set(compiled) - set(referenced)
+    # Ops XLA left no instruction for did no work: removed by the compiler, like grappler's.
+    removed = (never_ran - set(compiled) - set(referenced)) | (join.folded & set(compiled))
+    return {**reasons, **referenced, **compiled}, removed
 
 
 def borrowed_warning(reference_ns: int) -> str:
