@@ -86,6 +86,7 @@ __all__ = [
     "report",
     "summarize_trace",
     "trace_dag",
+    "tune",
 ]
 
 # The API's names are imported on first use (`capture_model`, not `capture`: importing the

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from irprof.analyses.top_view import TopView
     from irprof.analyses.trace_summary import TraceSummary
     from irprof.annotation import AnnotateOutcome
+    from irprof.frameworks.iree.tune import TuneOptions, TuneResult
     from irprof.mlir.safe_parse import ParseLimits
     from irprof.opprofile import OpProfile
     from irprof.renderers.mlgo_log import DatasetEntry
@@ -553,3 +554,23 @@ def mlgo_dataset(runs: Sequence[str | Path], level: str | None = None) -> list[D
         # Two runs may share a folder name (a/run, b/run): the position keeps files apart.
         entries.append(DatasetEntry(str(run), f"{number:03d}-{run.name}{RENDERER.extension}", log))
     return entries
+
+
+def tune(
+    run: str | Path,
+    out: str | Path | None = None,
+    *,
+    options: TuneOptions | None = None,
+    say: Callable[[str], None] | None = None,
+) -> TuneResult:
+    """`irprof tune`: measured code-generation choices for the hot dispatches of an IREE run
+    (annotating its source level first when needed); a `TuneResult` (record, files)."""
+    from irprof.frameworks.iree.tune import TuneOptions, tune_run
+
+    bundle = open_run(run)
+    level = str(bundle.manifest().options.get("source_level", bundle.manifest().ir_levels[0]))
+    if bundle.manifest().framework == "iree" and not bundle.annotated_path(level).is_file():
+        bundle.annotate(level)
+    return tune_run(
+        bundle.root, out, options or TuneOptions(), say if say is not None else lambda _line: None
+    )

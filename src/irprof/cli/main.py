@@ -31,6 +31,7 @@ COMMAND_MODULES = (
     "irprof.cli.export_cmd",
     "irprof.cli.diff_cmd",
     "irprof.cli.dataset_cmd",
+    "irprof.cli.tune_cmd",
     "irprof.cli.demo_cmd",
 )
 

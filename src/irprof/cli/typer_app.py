@@ -23,6 +23,7 @@ COMMAND_ORDER = (
     "dag",
     "sql",
     "dataset",
+    "tune",
     "demo",
 )
 

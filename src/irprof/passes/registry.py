@@ -19,6 +19,7 @@ _PASSES.register("irprof-copy-loc-to-body", "irprof.passes.copy_loc_to_body:Copy
 _PASSES.register("irprof-reattach", "irprof.passes.reattach:ReattachPass")
 _PASSES.register("irprof-tf-pgo", "irprof.frameworks.tf.pgo_pass:TfPgoPass")
 _PASSES.register("irprof-cost", "irprof.passes.cost:CostPass")
+_PASSES.register("irprof-apply-tuning", "irprof.passes.apply_tuning:ApplyTuningPass")
 
 
 def get_all_passes() -> Registry[type[Any]]:
