@@ -269,3 +269,24 @@ def test_page_data_with_an_integer_beyond_64_bits_is_shown_as_text() -> None:
     assert orjson.loads(text) == {
         "options": {"n": str(-(2**63) - 1), "ok": 5, "list": [str(2**64), True]}
     }
+
+
+def test_a_training_report_shows_the_step_by_phase(browser: Any, tmp_path: Path) -> None:
+    """The summary tab of a training step's report has the phase table `annotate` prints: each
+    phase's profiled and attributed time, read independently from coverage.json."""
+    root = tmp_path / "train"
+    shutil.copytree(Path(__file__).parents[1] / "fixtures" / "jax" / "mlp_train_run", root)
+    bundle = RunBundle(root)
+    annotate_bundle(bundle)
+    training = orjson.loads(bundle.coverage_path.read_bytes())["levels"]["stablehlo"]["extra"][
+        "training"
+    ]
+    page, problems = open_report(browser, bundle)
+    heading = page.locator("h2", has_text="Training step by phase")
+    table = heading.locator("xpath=following-sibling::*[1]")
+    cells = [row.locator("td").first.inner_text() for row in table.locator("tbody tr").all()]
+    expected = [
+        p for p in ("forward", "backward", "optimizer") if training["phases_profiled_ns"][p]
+    ]
+    assert cells == expected and len(expected) == 3
+    assert problems == []

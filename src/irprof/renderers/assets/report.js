@@ -246,6 +246,8 @@
         return { name: n.path || n.name, note: n.kind === "scope" ? n.ops + " op" + (n.ops === 1 ? "" : "s") : n.kind, total_ns: n.total_ns, share: n.share, estimated: n.estimated_ns > 0 };
       })));
     }
+    var phases = trainingPhases(cov);
+    if (phases) parts.push(el("h2", { text: "Training step by phase" }), phases);
     parts.push(el("h2", { text: "Hottest groups and ops" }));
     parts.push(el("p", { cls: "muted", id: "summary-stat", text: "ranked by " + lv.by_op.stat_label + (lv.by_op.stat_note ? " (" + lv.by_op.stat_note + ")" : "") }));
     parts.push(shareList("summary-hottest", lv.by_op.rows.slice(0, 5).map(function (r) {
@@ -254,6 +256,24 @@
     parts = parts.concat(stepNotes(lv.by_op));
     parts.push(el("h2", { text: "Levels" }), levels);
     return parts;
+  }
+
+  // A training step's time by phase (forward, backward, optimizer), as `annotate` prints it.
+  function trainingPhases(cov) {
+    var training = cov && cov.extra && cov.extra.training;
+    if (!training || !training.phases_profiled_ns) return null;
+    var buckets = training.buckets || [];
+    var rows = ["forward", "backward", "optimizer"].filter(function (p) {
+      return (training.phases_profiled_ns[p] || 0) > 0;
+    }).map(function (p) {
+      return { phase: p, profiled: training.phases_profiled_ns[p], attributed: (training.phases_ns || {})[p], bucket: buckets.indexOf(p) >= 0 };
+    });
+    if (!rows.length) return null;
+    return dataTable([
+      { key: "phase", title: "phase" },
+      { key: "profiled", title: "profiled", num: true, fmt: function (r) { return fmtNs(r.profiled); } },
+      { key: "attributed", title: "attributed to ops", num: true, fmt: function (r) { return r.bucket ? "own bucket, no IR op" : fmtNs(r.attributed || 0); } },
+    ], rows);
   }
 
   // The noise warnings and outlier op-steps of a hotspot table (kept out of a median ranking).
