@@ -217,3 +217,64 @@ def test_largest_start_that_fits_is_kept(tmp_path: Path) -> None:
     path = tmp_path / "edge.json"
     path.write_text(trace_text(values))
     assert read_times(path) == {"e0": (LIMIT_NS - 1, 0), "e1": (1 - LIMIT_NS, 0)}
+
+
+@st.composite
+def relative_micros_text(draw: st.DrawFn) -> str:
+    """Relative microseconds as profilers write them (below 2**40 us, where the reader may use
+    the decoded float), with ties and near-ties at the nanosecond among plain 3-digit ones."""
+    integer = draw(st.one_of(st.integers(0, 999), st.integers(0, 2**40 - 1)))
+    fraction = draw(
+        st.one_of(
+            st.text("0123456789", min_size=3, max_size=3),  # Kineto's 3 digits: float-exact
+            st.sampled_from([*TIE_FRACTIONS, "0004999", "0005001", "2500", "7499999999"]),
+            st.text("0123456789", min_size=1, max_size=12),
+        )
+    )
+    return f"{integer}.{fraction}"
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    clean=st.lists(st.integers(0, 10**9), min_size=4, max_size=40),
+    values=st.lists(st.tuples(relative_micros_text(), relative_micros_text()), max_size=40),
+    epoch=st.booleans(),
+)
+def test_times_decoded_as_numbers_are_exact_or_read_as_text(
+    tmp_path_factory: pytest.TempPathFactory,
+    clean: list[int],
+    values: list[tuple[str, str]],
+    epoch: bool,
+) -> None:
+    # GIVEN a trace that starts with integer and 3-digit times (decoded as numbers), then ties,
+    # near-ties and long fractions below 2**40 us, maybe then an epoch time with a fraction,
+    # in chunks of a few events (each chunk decides how its numbers are read)
+    head = [(str(micros), f"{micros % 1000}.{micros % 997:03d}") for micros in clean]
+    tail = [("1700000000123456.7895", "0.5015")] if epoch else []
+    times = head + values + tail
+    path = tmp_path_factory.mktemp("floats") / "times.json"
+    path.write_text(trace_text(times))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(chrome_decode, "CHUNK_BYTES", 200)
+        # WHEN read
+        found = read_times(path)
+    # THEN every value is its exact decimal ns, rounded half to even (never the float's)
+    assert found == {
+        f"e{index}": (expected_ns(ts), expected_ns(dur)) for index, (ts, dur) in enumerate(times)
+    }
+
+
+def test_a_tie_after_float_exact_chunks_is_read_from_its_text(tmp_path: Path) -> None:
+    # GIVEN chunks of 3-digit relative times (read through floats), then 0.5015 us, a tie the
+    # float (0.50149999999999994) would round to 501 ns, and 1.0725 (1.07250000000000001)
+    times = [(f"{index}.125", "2.250") for index in range(40)]
+    times += [("0.5015", "1.0725"), ("3.0005", "0.0015")]
+    path = tmp_path / "tie.json"
+    path.write_text(trace_text(times))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(chrome_decode, "CHUNK_BYTES", 300)
+        found = read_times(path)
+    # THEN half to even from the digits: 502, 1072, 3000 and 2 ns
+    assert found["e40"] == (502, 1072)
+    assert found["e41"] == (3000, 2)
+    assert found["e0"] == (125, 2250)

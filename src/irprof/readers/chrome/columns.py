@@ -98,15 +98,24 @@ class InternedNames(Sequence[str]):
 
 
 class ArgsText(Sequence[bytes]):
-    """Every event's raw `args` JSON in file order: one buffer and the offsets into it."""
+    """Every event's raw `args` JSON in file order: the text, in one buffer or in the parts it
+    was collected in (one per decoded chunk: never copied into one), and offsets into it."""
 
-    def __init__(self, text: bytes, lengths: I64) -> None:
-        self.text = text
+    def __init__(self, text: bytes | Sequence[bytes], lengths: I64) -> None:
+        self.parts = [text] if isinstance(text, bytes) else [part for part in text if part]
         self.offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
         np.cumsum(lengths, out=self.offsets[1:])
+        # Where each part starts in the text (a row's args never span two parts).
+        self.part_starts = np.zeros(len(self.parts) + 1, dtype=np.int64)
+        np.cumsum([len(part) for part in self.parts], out=self.part_starts[1:])
 
     def __len__(self) -> int:
         return len(self.offsets) - 1
+
+    def part_of(self, positions: I64) -> I64:
+        """The part holding each text position (the last part for the end of the text)."""
+        found = np.searchsorted(self.part_starts, positions, side="right") - 1
+        return np.minimum(found, max(len(self.parts) - 1, 0))
 
     @overload
     def __getitem__(self, row: int) -> bytes: ...
@@ -117,7 +126,12 @@ class ArgsText(Sequence[bytes]):
     def __getitem__(self, row: int | slice) -> bytes | Sequence[bytes]:
         if isinstance(row, slice):
             return [self[index] for index in range(len(self))[row]]
-        return self.text[int(self.offsets[row]) : int(self.offsets[row + 1])]
+        start, stop = int(self.offsets[row]), int(self.offsets[row + 1])
+        if start == stop:
+            return b""
+        part = int(self.part_of(np.array([start], dtype=np.int64))[0])
+        first = int(self.part_starts[part])
+        return self.parts[part][start - first : stop - first]
 
 
 def compact_table(ids: I64, table: list[Any]) -> tuple[I64, list[Any]]:
@@ -288,8 +302,9 @@ def args_blob(args: ArgsText, rows: I64, replaced: dict[int, bytes]) -> tuple[by
         return b"", np.zeros(1, dtype=np.int64)
     starts, stops = args.offsets[rows], args.offsets[rows + 1]
     lengths = stops - starts
+    parts = args.part_of(starts)
     breaks = np.ones(len(rows), dtype=np.bool_)
-    breaks[1:] = starts[1:] != stops[:-1]
+    breaks[1:] = (starts[1:] != stops[:-1]) | (parts[1:] != parts[:-1])
     swapped = np.nonzero(np.isin(rows, list(replaced)))[0] if replaced else np.zeros(0, np.int64)
     breaks[swapped] = True
     breaks[swapped[swapped + 1 < len(rows)] + 1] = True
@@ -297,19 +312,36 @@ def args_blob(args: ArgsText, rows: I64, replaced: dict[int, bytes]) -> tuple[by
         lengths[position] = len(replaced[int(rows[position])])
     run_starts = np.nonzero(breaks)[0]
     run_stops = np.append(run_starts[1:], len(rows))
-    swapped_rows = set(swapped.tolist())
-    view = memoryview(args.text)
-    out = io.BytesIO()  # grows in place; getvalue() hands its buffer over without a copy
-    byte_starts, byte_stops = starts[run_starts].tolist(), stops[run_stops - 1].tolist()
-    for first, start, stop in zip(run_starts.tolist(), byte_starts, byte_stops, strict=True):
-        if first in swapped_rows:
-            out.write(replaced[int(rows[first])])
-        else:
-            out.write(view[start:stop])
-    view.release()
+    # Run by run into one buffer of the final size (sized once, so it never grows and copies;
+    # getvalue() hands it over without a copy), from the part that holds each run.
+    views = [memoryview(part) for part in args.parts]
+    run_parts = parts[run_starts]
+    base = args.part_starts[run_parts] if len(args.parts) else np.zeros_like(run_parts)
+    byte_starts = (starts[run_starts] - base).tolist()
+    byte_stops = (stops[run_stops - 1] - base).tolist()
+    swapped_runs = set(swapped.tolist())
+    out = io.BytesIO()
+    size = int(lengths.sum())
+    if size:
+        out.seek(size - 1)
+        out.write(b"\0")
+        out.seek(0)
+    write = out.write
+    for first, part, start, stop in zip(
+        run_starts.tolist(), run_parts.tolist(), byte_starts, byte_stops, strict=True
+    ):
+        if first in swapped_runs:
+            write(replaced[int(rows[first])])
+        elif stop > start:
+            write(views[part][start:stop])
+    for view in views:
+        view.release()
+    if out.tell() != size:  # every run written: the sized buffer holds no stale byte
+        raise AssertionError(f"args gather wrote {out.tell()} of {size} bytes")
+    blob = out.getvalue()
+    del out
     offsets = np.zeros(len(rows) + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
-    blob = out.getvalue()
     return wrap_non_object_args(blob, offsets), offsets
 
 

@@ -18,13 +18,18 @@ import re
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from operator import attrgetter
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import msgspec
 import numpy as np
+import numpy.typing as npt
 
 from irprof.errors import TraceFormatError
+from irprof.readers.chrome.exact import float_ns, int_ns
+
+I64 = npt.NDArray[np.int64]
 
 WHITESPACE = b" \t\r\n\xef\xbb\xbf"
 _LEADING_WHITESPACE = re.compile(b"[" + re.escape(WHITESPACE) + b"]*")
@@ -43,24 +48,66 @@ _ZERO = msgspec.Raw(b"0")
 
 class EventFields(msgspec.Struct, gc=False):
     """First pass: every field but the arguments; `ts` and `dur` as their decimal text, turned
-    into exact integer ns by `chrome_exact` (no float step, no Python object per value)."""
+    into exact integer ns by `chrome_exact` (no float step, no Python object per value).
+    Fields in Kineto's key order: msgspec looks for the next key at the next field first."""
 
     ph: str = ""
     cat: str = ""
+    name: str = ""
     pid: int | str = 0
     tid: int | str = 0
-    id: int | str | None = None
-    bp: str = ""
     ts: msgspec.Raw = _ZERO
     dur: msgspec.Raw = _ZERO
-    name: str = ""
     args: msgspec.Raw = msgspec.Raw()
+    id: int | str | None = None
+    bp: str = ""
 
+
+class IntEventFields(msgspec.Struct, gc=False):
+    """`EventFields` with `ts`/`dur` as JSON integers (what Kineto writes, epoch microseconds):
+    an int is exact at any size, so its ns are `value * 1000` with no text step."""
+
+    ph: str = ""
+    cat: str = ""
+    name: str = ""
+    pid: int | str = 0
+    tid: int | str = 0
+    ts: int = 0
+    dur: int = 0
+    args: msgspec.Raw = msgspec.Raw()
+    id: int | str | None = None
+    bp: str = ""
+
+
+class NumberEventFields(msgspec.Struct, gc=False):
+    """`EventFields` with `ts`/`dur` as numbers, for relative times with fractions: used only
+    where `chrome_exact.float_ns` proves the float gives the same ns as the text."""
+
+    ph: str = ""
+    cat: str = ""
+    name: str = ""
+    pid: int | str = 0
+    tid: int | str = 0
+    ts: int | float = 0
+    dur: int | float = 0
+    args: msgspec.Raw = msgspec.Raw()
+    id: int | str | None = None
+    bp: str = ""
+
+
+AnyEventFields = EventFields | IntEventFields | NumberEventFields
 
 decode_top = msgspec.json.Decoder(
     dict[str, msgspec.Raw] | list[msgspec.Raw] | str | float | bool | None
 )
 decode_fields = msgspec.json.Decoder(list[EventFields])
+# The chunk decoders from the fastest to the most general (see `EventText.timed_chunks`).
+DECODE_LEVELS: tuple[msgspec.json.Decoder[Any], ...] = (
+    msgspec.json.Decoder(list[IntEventFields]),
+    msgspec.json.Decoder(list[NumberEventFields]),
+    decode_fields,
+)
+TEXT_LEVEL = len(DECODE_LEVELS) - 1
 decode_any = msgspec.json.Decoder()
 
 T = TypeVar("T")
@@ -97,12 +144,44 @@ class EventText:
         index = 0
         while start < stop:
             try:
-                decoded, next_start = self._decode_chunk(view, start, stop)
+                decoded, next_start, _ = self._decode_chunk(view, start, stop, TEXT_LEVEL)
             except RecursionError:
                 raise self._too_deep(view, start, stop, index) from None
-            index += len(decoded)
+            index += len(decoded.events)
             start = next_start
-            yield decoded
+            yield cast(list[EventFields], decoded.events)  # the text level's struct
+
+    def timed_chunks(self) -> Iterator[tuple[list[AnyEventFields], I64 | None, I64 | None]]:
+        """Like `event_fields`, with each chunk's exact `ts` and `dur` ns when they come from
+        numbers (None: the events hold the values' text, for `NanosecondColumn.add`).
+
+        A chunk is decoded with `IntEventFields` while the trace's times are integers, else
+        with `NumberEventFields` while every float is proven exact (`float_ns`), else as text;
+        a chunk that fails a level is decoded again at the next, which then stays the level
+        for the rest of the file (a trace keeps one way of writing its times).
+        """
+        view = memoryview(self.events)
+        body = _array_body(view)
+        if body is None:
+            yield [*self._decode(decode_fields)], None, None  # not an array: this says why
+            return
+        start, stop = body
+        index, level = 0, 0
+        while start < stop:
+            try:
+                decoded, next_start, chunk = self._decode_chunk(view, start, stop, level)
+                while True:
+                    level = decoded.level
+                    times = _chunk_ns(decoded.events, level)
+                    if times is not None:
+                        break
+                    level += 1  # not provably exact as numbers: decode that chunk again
+                    decoded = _Decoded(DECODE_LEVELS[level].decode(chunk), level)
+            except RecursionError:
+                raise self._too_deep(view, start, stop, index) from None
+            index += len(decoded.events)
+            start = next_start
+            yield decoded.events, *times
 
     def _too_deep(self, view: memoryview, start: int, stop: int, index: int) -> TraceFormatError:
         """The error naming the event nested too deeply for the decoder (found one by one)."""
@@ -131,15 +210,18 @@ class EventText:
         )
 
     def _decode_chunk(
-        self, view: memoryview, start: int, stop: int
-    ) -> tuple[list[EventFields], int]:
+        self, view: memoryview, start: int, stop: int, level: int
+    ) -> tuple[_Decoded, int, bytes]:
         """Events from `start` (an element boundary) to a boundary found near CHUNK_BYTES on.
 
         A candidate boundary is a `}` followed by a `,`. One inside a string or a nested object
         always makes the chunk invalid JSON (the string or object is left open before the `]`
         we add), so a chunk that decodes ends at a true boundary; a failed one is retried up to
         a later candidate, the distance doubling, until the array's end, where a failure is the
-        document's own and the whole decode reports it.
+        document's own and the whole decode reports it. A value the decoder of `level` does not
+        take (a float `ts` for `IntEventFields`) moves that chunk on to the next level.
+        Returns the events (and the level that decoded them), where the next chunk starts,
+        and the chunk's text.
         """
         reach = CHUNK_BYTES
         while True:
@@ -148,8 +230,11 @@ class EventText:
                 end, resume = stop, stop
             else:
                 end, resume = found.start() + 1, found.end()
+            chunk = b"".join((b"[", view[start:end], b"]"))
             try:
-                return decode_fields.decode(b"".join((b"[", view[start:end], b"]"))), resume
+                return _Decoded(_decode_at(chunk, level), level), resume, chunk
+            except _LevelRefused as refused:
+                return _Decoded(refused.events, refused.level), resume, chunk
             except msgspec.DecodeError:
                 if end == stop:
                     if self.speculative:
@@ -165,6 +250,54 @@ class EventText:
             raise validation_error(self.path, exc) from exc
         except msgspec.DecodeError as exc:
             raise TraceFormatError(self.path, f"not valid JSON: {exc}") from exc
+
+
+@dataclass(frozen=True)
+class _Decoded:
+    events: list[AnyEventFields]
+    level: int
+
+
+class _LevelRefused(Exception):
+    """A chunk decoded at a later level than asked (a value the earlier ones do not take)."""
+
+    def __init__(self, events: list[AnyEventFields], level: int) -> None:
+        super().__init__(level)
+        self.events, self.level = events, level
+
+
+def _decode_at(chunk: bytes, level: int) -> list[AnyEventFields]:
+    """`chunk` decoded at `level`, or `_LevelRefused` with it decoded at a later one. A
+    `ValidationError` (the wrong type) comes from a chunk that is valid JSON, so its
+    boundaries hold: only a syntax error reaches the caller as a `DecodeError`."""
+    first = level
+    while True:
+        try:
+            events: list[AnyEventFields] = DECODE_LEVELS[level].decode(chunk)
+        except msgspec.ValidationError:
+            if level == TEXT_LEVEL:
+                raise
+            level += 1
+            continue
+        if level == first:
+            return events
+        raise _LevelRefused(events, level)
+
+
+def _chunk_ns(events: list[AnyEventFields], level: int) -> tuple[I64 | None, I64 | None] | None:
+    """The chunk's exact (ts, dur) ns from numbers (None, None at the text level), or None
+    when the numbers do not prove them (`int_ns`, `float_ns`)."""
+    if level == TEXT_LEVEL:
+        return None, None
+    convert = int_ns if level == 0 else float_ns
+    ts = convert(map(_ts, events), len(events))
+    if ts is None:
+        return None
+    dur = convert(map(_dur, events), len(events))
+    return None if dur is None else (ts, dur)
+
+
+_ts, _dur = attrgetter("ts"), attrgetter("dur")
 
 
 _VALIDATION_PLACE = re.compile(r"^(?P<problem>.*) - at `\$\[(?P<index>\d+)\]\.?(?P<field>[^`]*)`$")

@@ -10,14 +10,15 @@ float64 it was 501: 0.5015 is stored as 0.50149999999999994; one tie in five cam
 way). Values outside that shape (an exponent, more than 16 integer digits or 24 fraction
 digits, a string or any other JSON value) are few, and each is converted or refused on its own
 (`_exact_ns`). Values are parsed in batches of about `BATCH_VALUES` across chunks, so numpy's
-per-call cost is paid a few times per file, not per chunk.
+per-call cost is paid a few times per file, not per chunk. Chunks whose times are JSON integers,
+or floats proven to give the same ns (`int_ns`, `float_ns`), skip the text altogether.
 """
 
 from __future__ import annotations
 
 import decimal
 import io
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import msgspec
@@ -178,6 +179,49 @@ def _round_half_even(data: U8, point: I64, fraction_digits: I64, total: I64) -> 
     return up.astype(np.int64)
 
 
+# Largest |us| a JSON integer may have for `value * 1000` to be kept (larger: the text path
+# refuses it with its message).
+MAX_INT_US = (MAX_ABS_NS - 1) // 1000
+# Floats are used only below 2**40 us (12.7 days: relative times, never epoch ones), where a
+# double's spacing is at most 2**-13 us. msgspec parses a number to the nearest double (error
+# <= 2**-14 us = 0.061 ns) and `f * 1000` rounds once more (|product| < 2**50: error <= 2**-4 =
+# 0.0625 ns), so when that product is within FLOAT_MARGIN_NS of an integer n, the text's exact
+# ns are within 0.061 + 0.0625 + 0.25 < 0.5 of n: they round to n, whatever digits were lost.
+# Anything nearer a half (a tie such as 0.5015 us, which the float cannot tell from 0.50149..)
+# goes to the text path.
+MAX_FLOAT_US = float(2**40)
+FLOAT_MARGIN_NS = 0.25
+
+
+def int_ns(values: Iterable[int], count: int) -> I64 | None:
+    """ns of the `count` JSON integer microseconds (exact: `* 1000`), or None when one is out
+    of range."""
+    try:
+        micros = np.fromiter(values, np.int64, count)
+    except OverflowError:
+        return None
+    if len(micros) and int(np.abs(micros).max()) > MAX_INT_US:
+        return None
+    return micros * 1000
+
+
+def float_ns(values: Iterable[int | float], count: int) -> I64 | None:
+    """ns of the `count` JSON numbers decoded to doubles, when each is proven to round to the
+    same ns as its decimal text (see `FLOAT_MARGIN_NS`); None otherwise (the caller reads the
+    text)."""
+    try:
+        micros = np.fromiter(values, np.float64, count)
+    except OverflowError:
+        return None
+    if not bool(np.all(np.abs(micros) < MAX_FLOAT_US)):  # also False for nan and inf
+        return None
+    scaled = micros * 1000.0
+    nearest = np.rint(scaled)
+    if bool(np.any(np.abs(scaled - nearest) > FLOAT_MARGIN_NS)):
+        return None
+    return nearest.astype(np.int64)
+
+
 class NanosecondColumn:
     """Exact ns of one field (`ts` or `dur`) of every event added, from their raw JSON values.
 
@@ -206,6 +250,11 @@ class NanosecondColumn:
         self._pending_count += len(values)
         if self._pending_count >= BATCH_VALUES:
             self._flush()
+
+    def add_ns(self, values: I64) -> None:
+        """Take one chunk's values already in exact ns (`int_ns`, `float_ns`)."""
+        self._flush()
+        self._add_parsed(values, [])
 
     def array(self) -> I64:
         """Every value added, in ns (parsing what is pending)."""

@@ -8,11 +8,13 @@ they are walked while still in cache and never all alive at once. The raw `args`
 into a file-order buffer and gathered into the Trace's time-ordered blob run by run.
 
 Time: `ts`/`dur` are microseconds (the spec; `displayTimeUnit` only changes how viewers display
-them, so it is recorded in metadata, not applied). They are decoded as their decimal text and
-converted to integer ns exactly, rounded half to even, with no float step (`chrome_exact`: numpy
-over the joined digits, no Python code per value), so epoch microseconds such as
-1700000000123456.789 keep their nanoseconds. Kineto's `baseTimeNanoseconds` is added, which makes
-Kineto times epoch ns.
+them, so it is recorded in metadata, not applied). They become integer ns exactly, rounded half
+to even: JSON integers (Kineto's epoch microseconds) are decoded as ints and scaled; fractions
+below 2**40 us are decoded as floats only where the float provably rounds to the text's ns
+(`chrome_exact.float_ns`); anything else, from the first chunk that needs it on, is decoded as
+its decimal text and converted by numpy over the joined digits (no float step, no Python code
+per value), so epoch microseconds such as 1700000000123456.789 keep their nanoseconds.
+Kineto's `baseTimeNanoseconds` is added, which makes Kineto times epoch ns.
 
 Phases: X (complete); B/E paired per (pid, tid) stack, unbalanced ones reported in
 `Trace.warnings`; i/I/n (INSTANT); C (COUNTER, the values stay in args); M (process and thread
@@ -26,10 +28,10 @@ classified from their args: `hlo_op` -> KERNEL (JAX/XLA thunks), `step_num` -> S
 
 from __future__ import annotations
 
-import io
 from array import array
+from collections.abc import Sequence
 from dataclasses import dataclass
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -57,7 +59,7 @@ from irprof.readers.chrome.columns import (
 from irprof.readers.chrome.decode import (
     MAX_JSON_DEPTH,
     WHITESPACE,
-    EventFields,
+    AnyEventFields,
     EventText,
     SpanMismatch,
     locate_events,
@@ -140,6 +142,22 @@ class _Column:
         return np.frombuffer(self.values, dtype=self.dtype)
 
 
+class _Parts:
+    """Bytes collected part by part; `getvalue()` joins them (an `io.BytesIO` without the
+    copy into one growing buffer)."""
+
+    def __init__(self) -> None:
+        self.parts: list[bytes] = []
+
+    def write(self, part: bytes) -> None:
+        """Add one part."""
+        self.parts.append(part)
+
+    def getvalue(self) -> bytes:
+        """Every part, joined."""
+        return b"".join(self.parts)
+
+
 class _KeyInterner(Interner):
     """An `Interner` that also lists the values added since `take_new` was last called."""
 
@@ -202,7 +220,7 @@ class FieldColumns:
             _KeyField(table, self._key_ids, dtype)
             for table, dtype in zip(self._key_table, (np.int8, *[np.int64] * 4), strict=True)
         )
-        self.args_text = io.BytesIO()  # every event's raw args, back to back in file order
+        self.args_text = _Parts()  # every event's raw args, back to back in file order
         self.args_length = _Column(np.int64)
         self.flow_rows: list[I64] = []
         self.flow_ids: list[I64 | list[Any]] = []
@@ -217,22 +235,36 @@ class FieldColumns:
             cats.append(self.cat[cat])
             names.append(self.name[name])
 
-    def add(self, events: list[EventFields]) -> None:
-        """Take the columns of one chunk (its structs and their input text die afterwards)."""
+    def add(
+        self,
+        events: Sequence[AnyEventFields],
+        ts_ns: I64 | None = None,
+        dur_ns: I64 | None = None,
+    ) -> None:
+        """Take the columns of one chunk (its structs and their input text die afterwards);
+        `ts_ns`/`dur_ns`: its times when already converted (`EventText.timed_chunks`), else
+        the events hold their text."""
         count = len(events)
         key_ids = self._keys.ids(map(_key, events), count)
         self._key_ids.append(key_ids)
         self._add_keys(self._keys.take_new())
         phase = np.frombuffer(self._key_table[0], dtype=np.int64)[key_ids]
-        self.ts_ns.add(list(map(_ts, events)))
-        self.dur_ns.add(list(map(_dur, events)))
+        if ts_ns is None or dur_ns is None:
+            self.ts_ns.add(list(map(_ts, events)))
+            self.dur_ns.add(list(map(_dur, events)))
+        else:
+            self.ts_ns.add_ns(ts_ns)
+            self.dur_ns.add_ns(dur_ns)
         # Copied out of the chunk's text, which is freed with the chunk; no object per event.
         raw_args = list(map(_args, events))
         self.args_length.append(np.fromiter(map(len, raw_args), np.int64, count))
-        self.args_text.write(b"".join(raw_args))  # one write: writelines makes one per event
+        self.args_text.write(b"".join(raw_args))  # one part per chunk, never copied again
         flow_rows = np.nonzero(phase >= PHASE_FLOW_START)[0]
         if len(flow_rows):
-            flow_events = [events[row] for row in flow_rows.tolist()]
+            flow_list = flow_rows.tolist()  # gathered in C (itemgetter gives a tuple for 2+)
+            flow_events = (
+                itemgetter(*flow_list)(events) if len(flow_list) > 1 else [events[flow_list[0]]]
+            )
             self.flow_rows.append(flow_rows + self.rows)
             # Kineto's ids are ints: kept in numpy, no Python int survives the chunk (a few
             # survivors per arena would keep the whole pass's memory from being returned).
@@ -282,8 +314,8 @@ _ts, _dur, _args = attrgetter("ts"), attrgetter("dur"), attrgetter("args")
 def _shape_columns(text: EventText, base_ns: int, warnings: list[str]) -> _Shape:
     """Decode the fields pass chunk by chunk into numpy columns."""
     columns = FieldColumns(text.path)
-    for events in text.event_fields():
-        columns.add(events)
+    for events, ts_ns, dur_ns in text.timed_chunks():
+        columns.add(events, ts_ns, dur_ns)
     phase = columns.phase.array()
     pid_ids, pids = numeric_order(columns.pid_ids.array(), columns.pid.table)
     tid_ids, tids = numeric_order(columns.tid_ids.array(), columns.tid.table)
@@ -308,7 +340,7 @@ def _shape_columns(text: EventText, base_ns: int, warnings: list[str]) -> _Shape
         cat_ids=cat_ids,
         cats=columns.cat.table,
         names=names,
-        args=ArgsText(columns.args_text.getvalue(), columns.args_length.array()),
+        args=ArgsText(columns.args_text.parts, columns.args_length.array()),
         flows=_flow_points(columns.flow_fields(cat_ids), phase, track, ts_ns),
     )
 
