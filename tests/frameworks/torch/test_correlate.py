@@ -331,3 +331,21 @@ def test_top_level_events_skip_nested_aten_children_on_the_same_thread() -> None
     events = top_level_op_events(trace)
     assert [e.name for e in events] == ["aten::linear", "aten::copy_", "aten::relu"]
     assert events[0].chain == ("Net_0",)
+
+
+@pytest.mark.parametrize("name", ["cnn", "attention"])
+def test_torch_level_op_time_fits_each_profiler_step(results: dict, name: str) -> None:
+    """The step-time check: per `ProfilerStep#N` window, the op time the correlator counted, as
+    summed here from the trace's own events in the window, fits the window."""
+    bundle = RunBundle(TORCH_FIXTURES / name)
+    check = results[(name, "torch")].coverage.extra["step_check"]
+    trace = bundle.trace()
+    steps = [
+        (int(trace.ts_ns[r]), int(trace.end_ns[r]))
+        for r in trace.rows_of_kind(EventKind.STEP).tolist()
+        if trace.name_of(r).startswith("ProfilerStep#")
+    ]
+    assert len(check["step_ns"]) == len(steps) >= 2
+    assert check["step_ns"] == [end - begin for begin, end in sorted(steps)]
+    assert check["over_steps"] == []
+    assert all(c <= s for c, s in zip(check["counted_ns"], check["step_ns"], strict=True))

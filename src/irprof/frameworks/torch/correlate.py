@@ -16,6 +16,7 @@ from irprof.bundle import RunBundle
 from irprof.correlate.base import CorrelationOptions, CorrelationResult
 from irprof.correlate.finish import finish_level
 from irprof.correlate.ledger import Ledger
+from irprof.correlate.step_check import CountedSpan, check_step_times
 from irprof.coverage import is_trivial_op
 from irprof.errors import CorrelationError
 from irprof.frameworks.torch.events import (
@@ -306,6 +307,14 @@ def correlate_torch_level(
         },
         training=training,
         source_trace=_trace_name(bundle),
+        step_check=check_step_times(
+            step_windows(run.trace, nested=False),
+            [
+                CountedSpan(e.ts_ns, e.ts_ns + e.dur_ns, int(run.trace.track[e.row]), e.dur_ns)
+                for e in run.events
+                if e.row in done.attributed_rows
+            ],
+        ),
     )
 
 
