@@ -57,3 +57,34 @@ def test_sigterm_during_a_streamed_convert_leaves_no_temporary(tmp_path: Path) -
     assert child.returncode == 128 + signal.SIGTERM, err
     assert sorted(path.name for path in out_folder.iterdir()) == []
     assert not output.exists()
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+@pytest.mark.parametrize("delay_s", [0.3, 1.0, 2.5])
+def test_sigkill_during_a_convert_leaves_no_output_or_a_complete_one(
+    tmp_path: Path, delay_s: float
+) -> None:
+    """SIGKILL cannot be cleaned up after: what matters is that the output is never partial.
+    GIVEN the same trace, WHEN `trace convert` is killed at a moment of its work, THEN the output
+    is absent, or present and equal (event count) to an uninterrupted conversion's."""
+    import pyarrow.parquet as pq
+
+    source = tmp_path / "input" / "big.json"
+    source.parent.mkdir()
+    write_big_chrome_trace(source)
+    output = tmp_path / "out" / "big.parquet"
+    output.parent.mkdir()
+    child = subprocess.Popen(
+        [sys.executable, "-m", "irprof", "trace", "convert", str(source), "-o", str(output)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    time.sleep(delay_s)
+    child.send_signal(signal.SIGKILL)
+    child.wait(timeout=60)
+    if output.exists():
+        assert pq.ParquetFile(output).metadata.num_rows == EVENTS
+    # Whatever was left behind is a hidden temporary, never a file a reader would pick up.
+    assert all(
+        path.name.startswith(".irprof") for path in output.parent.iterdir() if path != output
+    )
