@@ -51,3 +51,13 @@ def test_demo_never_deletes_a_directory_it_did_not_write(
 def test_demo_rejects_an_unknown_framework(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["demo", "--framework", "mxnet"]) == 2
     assert "unknown framework 'mxnet'; known: iree, jax, onnx, tf, torch" in capsys.readouterr().err
+
+
+def test_coverage_line_counts_ops_seen_running_without_time() -> None:
+    from irprof.cli.demo_cmd import coverage_line
+    from irprof.coverage import Coverage
+
+    coverage = Coverage("tf", 1000, 1000, 26, 19, 12, 10, ops_untimed=9)
+    line = coverage_line(coverage)
+    assert "10/19 non-trivial ops annotated" in line
+    assert "+9 seen running with no time of their own" in line

@@ -49,6 +49,11 @@ def coverage_line(coverage: Coverage) -> str:
         f"{coverage.profiled_ns / 1e6:,.3f} ms profiled op time attributed, "
         f"{coverage.ops_nontrivial_annotated}/{coverage.ops_nontrivial} non-trivial ops annotated"
     )
+    if coverage.ops_untimed:
+        line += (
+            f" (+{coverage.ops_untimed} seen running with no time of their own, each listed "
+            "with why)"
+        )
     if coverage.unmatched_events:
         worst = coverage.unmatched_events[0]
         line += (
