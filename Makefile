@@ -9,7 +9,7 @@ FRAMEWORK ?= tf
 .PHONY: demo test lint typecheck unit bench mutation sysdeps clean help
 
 help:
-	@echo "make demo   capture, annotate and report on the bundled example (FRAMEWORK=tf|jax|torch|iree)"
+	@echo "make demo   capture, annotate and report on the bundled example (FRAMEWORK=tf|jax|torch|iree|onnx)"
 	@echo "make test   lint, type check and the whole test suite"
 	@echo "make bench  reader and annotate benchmarks"
 	@echo "make mutation  mutation testing of the core modules (slow; not part of make test)"
