@@ -46,6 +46,10 @@ def test_top_csv_has_every_op_with_exact_totals(
         if found is not None and ':inclusive"' not in found.group(1)
     )
     assert sum(int(row["total_ns"]) for row in rows) == expected > 0
+    # ... and the IR holds all the attributed time: no op's profile is lost when MLIR prints it
+    # (a reduce printed in its compact form drops its body op's attributes).
+    coverage = json.loads((run / "coverage.json").read_text())["levels"]["stablehlo"]
+    assert expected == coverage["attributed_ns"]
     assert all(row["location"] for row in rows)
     assert "…" not in "".join(row["key"] + row["location"] for row in rows)
 

@@ -66,7 +66,13 @@ def test_mlp_coverage_meets_the_targets() -> None:
     assert coverage.profiled_ns > 0
     assert coverage.time_coverage >= 0.95
     assert coverage.nontrivial_coverage >= 0.90
-    removed = [o for o in coverage.unmatched_ops if o.reason.startswith("removed by XLA")]
+    # Not counted as misses: ops XLA removed, and a reduce body's ops, whose time is the
+    # reduce's (they run in its kernel; the reduce's profile holds their share).
+    removed = [
+        o
+        for o in coverage.unmatched_ops
+        if o.reason.startswith("removed by XLA") or o.reason.startswith("in a region")
+    ]
     assert len(removed) == coverage.ops_not_executed > 0
     assert coverage.nontrivial_coverage_with_removed < coverage.nontrivial_coverage
 

@@ -119,6 +119,12 @@ def attribute_thunks(
                     result.ledger.include(
                         call, event.row, event.name, event.ts_ns, event.dur_ns * per_target
                     )
+        # An op inside another member's region (a reduce's body `maximum`) is part of that op:
+        # its share goes to the enclosing member, the op whose profile a reader sees.
+        for position in list(weights):
+            enclosing = next((a for a in index.ancestors(position) if a in weights), None)
+            if enclosing is not None:
+                weights[enclosing] += weights.pop(position)
         positions = list(weights)
         result.ledger.record(
             event.name, event.ts_ns, event.dur_ns, positions,

@@ -88,6 +88,7 @@ class JaxOpIndex(OpIndex):
                     self._calls_to[callee].append(position)
             self.function_of.append(current)
         self._identity_cache: dict[int, tuple[_Identity, ...]] = {}
+        self._position_of_op: dict[int, int] | None = None
         self._exact: dict[tuple[str, tuple[str, ...]], list[IrTarget]] = defaultdict(list)
         self._loose: dict[tuple[str, str], list[IrTarget]] = defaultdict(list)
         self._own: dict[tuple[str, str], list[IrTarget]] = defaultdict(list)
@@ -164,6 +165,20 @@ class JaxOpIndex(OpIndex):
             else:
                 out.append(position)
         return tuple(out)
+
+    def ancestors(self, position: int) -> list[int]:
+        """Positions of the ops whose regions hold the op at `position`, innermost first (a
+        reduce's body ops are part of the reduce)."""
+        if self._position_of_op is None:
+            self._position_of_op = {hash(info.op.operation): p for p, info in enumerate(self.infos)}
+        found = []
+        parent = self.infos[position].op.operation.parent
+        while parent is not None:
+            at = self._position_of_op.get(hash(parent))
+            if at is not None:
+                found.append(at)
+            parent = parent.parent
+        return found
 
     def lookup(self, op_name: str, chain: Sequence[str]) -> list[IrTarget]:
         """IR ops an HLO instruction with this metadata came from: exact (name, chain), else
