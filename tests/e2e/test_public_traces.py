@@ -302,3 +302,43 @@ def test_idle_time_splits_into_host_and_kernel_wait_as_the_raw_json_says(name: s
         stream.stream: stream for stream in summarize_trace(read_trace(PUBLIC / name)).streams
     }
     assert all(w.idle_ns == streams[w.stream].idle_ns for w in waits)
+
+
+@pytest.mark.parametrize(
+    "name", ["trace_filter__sampled_rank-0.json.gz", "trace_filter__sampled_rank-1.json.gz"]
+)
+def test_per_step_device_time_is_the_raw_kernels_clipped_to_each_step(name: str) -> None:
+    """GIVEN a Kineto trace with ProfilerStep markers THEN each step's row holds, per category,
+    the union of that category's device events clipped to the step's window, computed here from
+    the raw JSON by brute force on the set of covered nanoseconds' interval endpoints."""
+    raw = [e for e in raw_document(PUBLIC / name)["traceEvents"] if e["ph"] == "X"]
+    steps = sorted(
+        (ns(e["ts"]), ns(e["ts"]) + ns(e["dur"]))
+        for e in raw
+        if str(e["name"]).startswith("ProfilerStep#")
+    )
+    kernels = [e for e in raw if e.get("cat") == "kernel"]
+    compute = [e for e in kernels if "nccl" not in e["name"]]
+    memory = [e for e in raw if e.get("cat") in {"gpu_memcpy", "gpu_memset"}]
+
+    def union_in(events: list[dict[str, Any]], begin: int, end: int) -> int:
+        spans = sorted(
+            (max(ns(e["ts"]), begin), min(ns(e["ts"]) + ns(e["dur"]), end)) for e in events
+        )
+        total, reach = 0, begin
+        for start, stop in spans:
+            if stop <= start:
+                continue
+            total += max(0, stop - max(start, reach))
+            reach = max(reach, stop)
+        return total
+
+    rows = summarize_trace(read_trace(PUBLIC / name)).steps
+    assert [row.step for row in rows] == list(range(len(steps))) and len(steps) == 2
+    for row, (begin, end) in zip(rows, steps, strict=True):
+        assert row.time.window_ns == end - begin
+        assert row.time.compute_ns == union_in(compute, begin, end)
+        assert row.time.busy_ns == union_in(kernels + memory, begin, end)
+        parts = row.time.exclusive_ns()
+        assert sum(parts.values()) == end - begin
+        assert parts["idle"] == end - begin - union_in(kernels + memory, begin, end)

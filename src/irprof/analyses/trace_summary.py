@@ -15,6 +15,7 @@ import numpy.typing as npt
 from irprof.analyses.device_waits import StreamWaits, device_label, stream_waits
 from irprof.event_dag.nesting import nesting_parents, self_time_ns
 from irprof.trace.model import DEVICE_KINDS, EventKind, Trace
+from irprof.trace.steps import step_windows
 
 I64 = npt.NDArray[np.int64]
 
@@ -85,6 +86,16 @@ class DeviceTime:
 
 
 @dataclass(frozen=True)
+class StepDeviceTime:
+    """One device in one step: its work clipped to the step marker's window (HTA's per-step
+    breakdown), the window being the step's wall time."""
+
+    step: int  # counted from 0 in time order
+    start_ns: int
+    time: DeviceTime
+
+
+@dataclass(frozen=True)
 class TraceSummary:
     """Summary data of one trace; renderers turn it into tables."""
 
@@ -103,6 +114,7 @@ class TraceSummary:
     devices: tuple[DeviceTime, ...] = ()
     streams: tuple[DeviceTime, ...] = ()
     waits: tuple[StreamWaits, ...] = ()  # each stream's idle time by what it waited for
+    steps: tuple[StepDeviceTime, ...] = ()  # each device in each top-level step marker
 
     @property
     def span_ns(self) -> int:
@@ -161,6 +173,7 @@ def summarize_trace(trace: Trace, top: int = 15) -> TraceSummary:
         devices=devices,
         streams=streams,
         waits=stream_waits(trace),
+        steps=step_device_times(trace),
     )
 
 
@@ -191,8 +204,16 @@ def covered_ns(starts: I64, ends: I64) -> int:
     return int(np.clip(ends - np.maximum(starts, previous), 0, None).sum())
 
 
-def _device_time(trace: Trace, rows: I64, device: str, stream: str) -> DeviceTime:
+def _device_time(
+    trace: Trace, rows: I64, device: str, stream: str, window: tuple[int, int] | None = None
+) -> DeviceTime:
+    """The device time of `rows`; with `window` (begin, end) the events are clipped to it and
+    the window is that span (else first start to last end)."""
     ts, end, kind = trace.ts_ns[rows], trace.end_ns[rows], trace.kind[rows]
+    if window is not None:
+        ts, end = np.maximum(ts, window[0]), np.minimum(end, window[1])
+        inside = end > ts
+        ts, end, kind = ts[inside], end[inside], kind[inside]
     masks = {
         category: np.isin(kind, [int(value) for value in kinds])
         for category, kinds in CATEGORY_KINDS.items()
@@ -202,8 +223,8 @@ def _device_time(trace: Trace, rows: I64, device: str, stream: str) -> DeviceTim
     return DeviceTime(
         device=device,
         stream=stream,
-        events=len(rows),
-        window_ns=int(end.max() - ts.min()),
+        events=len(ts),
+        window_ns=window[1] - window[0] if window is not None else int(end.max() - ts.min()),
         compute_ns=by_category["compute"],
         communication_ns=by_category["communication"],
         memory_ns=by_category["memory"],
@@ -230,3 +251,25 @@ def device_times(trace: Trace) -> tuple[tuple[DeviceTime, ...], tuple[DeviceTime
         for device, parts in rows_by_device.items()
     )
     return devices, tuple(streams)
+
+
+def step_device_times(trace: Trace) -> tuple[StepDeviceTime, ...]:
+    """Each device's work in each top-level step marker's window, clipped to it: compute,
+    communication, memory and idle per step (an event running across a step boundary counts
+    in each step for the part inside it)."""
+    windows = step_windows(trace, nested=False)
+    device_rows = np.nonzero(np.isin(trace.kind, [int(kind) for kind in DEVICE_KINDS]))[0]
+    if not windows or len(device_rows) == 0:
+        return ()
+    by_device: dict[str, list[int]] = {}
+    for row, track in zip(device_rows.tolist(), trace.track[device_rows].tolist(), strict=True):
+        by_device.setdefault(device_label(trace, track), []).append(row)
+    found = []
+    for step, (begin, end) in enumerate(windows):
+        for device, rows in by_device.items():
+            found.append(
+                StepDeviceTime(
+                    step, begin, _device_time(trace, np.asarray(rows), device, "", (begin, end))
+                )
+            )
+    return tuple(found)

@@ -13,7 +13,7 @@ from rich.text import Text
 
 from irprof.analyses.device_waits import SHORT_KERNEL_NS, StreamWaits
 from irprof.analyses.ranks import RankTable
-from irprof.analyses.trace_summary import DeviceTime, NameTotals, TraceSummary
+from irprof.analyses.trace_summary import DeviceTime, NameTotals, StepDeviceTime, TraceSummary
 from irprof.renderers.fit import FitColumn, fit_table, shorten_to
 from irprof.renderers.hotspot_table import WIDE
 from irprof.renderers.units import format_ns, format_share
@@ -86,6 +86,30 @@ def device_table(title: str, rows: tuple[DeviceTime, ...], width: int = WIDE) ->
     ]
     caption = "hidden: communication under compute" if any(s is not None for s in hidden) else ""
     return fit_table(columns, width, title=title, caption=caption)
+
+
+def step_table(rows: tuple[StepDeviceTime, ...], width: int = WIDE) -> Table:
+    """Each device in each step: the step's wall time split like `exclusive_table`."""
+    parts = [row.time.exclusive_ns() for row in rows]
+    columns = [
+        FitColumn("step", [str(row.step) for row in rows], justify="right"),
+        _place("device", [row.time.device for row in rows]),
+        _time("step time", [row.time.window_ns for row in rows]),
+        _time("compute", [p["compute"] for p in parts]),
+        _time("comm only", [p["communication"] for p in parts], priority=1),
+        _time("memory only", [p["memory"] for p in parts], priority=2),
+        _time("idle", [p["idle"] for p in parts]),
+        FitColumn(
+            "idle %",
+            [_share(p["idle"], row.time.window_ns) for p, row in zip(parts, rows, strict=True)],
+            justify="right",
+        ),
+    ]
+    return fit_table(
+        columns,
+        width,
+        title="Device time per step (work clipped to each step marker; parts sum to the step)",
+    )
 
 
 def exclusive_table(rows: tuple[DeviceTime, ...], width: int = WIDE) -> Table:
@@ -180,6 +204,8 @@ def summary_tables(summary: TraceSummary, width: int = WIDE) -> list[Table]:
     if summary.devices:
         tables.append(device_table("Device time", summary.devices, width))
         tables.append(exclusive_table(summary.devices, width))
+        if summary.steps:
+            tables.append(step_table(summary.steps, width))
         tables.append(device_table("Stream time", summary.streams, width))
         tables.append(waits_table(summary.waits, width))
         tables.append(name_table("Top device work", summary.top_device, summary.span_ns, width))
