@@ -342,3 +342,33 @@ def test_per_step_device_time_is_the_raw_kernels_clipped_to_each_step(name: str)
         parts = row.time.exclusive_ns()
         assert sum(parts.values()) == end - begin
         assert parts["idle"] == end - begin - union_in(kernels + memory, begin, end)
+
+
+def test_queue_length_is_launched_and_unfinished_kernels_from_the_raw_json() -> None:
+    """GIVEN rank 0 of the NCCL pair (launches joined by correlation id) THEN each stream's
+    queue length is the number of device events launched and not yet finished: its maximum and
+    time-weighted mean recomputed here by brute force over the elementary intervals."""
+    name = "trace_filter__sampled_rank-0.json.gz"
+    events = [e for e in raw_document(PUBLIC / name)["traceEvents"] if e["ph"] == "X"]
+    device = [e for e in events if e.get("cat") in {"kernel", "gpu_memcpy", "gpu_memset"}]
+    launch_at = {
+        e["args"]["correlation"]: ns(e["ts"])
+        for e in sorted(events, key=lambda e: e["ts"], reverse=True)  # the first call wins
+        if e.get("cat") == "cuda_runtime" and "correlation" in e.get("args", {})
+    }
+    waits = {w.stream: w for w in summarize_trace(read_trace(PUBLIC / name)).waits}
+    checked = 0
+    for stream in sorted({e["tid"] for e in device}):
+        spans = [
+            (launch_at[e["args"]["correlation"]], ns(e["ts"]) + ns(e["dur"]))
+            for e in device
+            if e["tid"] == stream and e.get("args", {}).get("correlation") in launch_at
+        ]
+        points = sorted({p for span in spans for p in span})
+        counts = [sum(1 for a, b in spans if a <= p < b) for p in points[:-1]]
+        area = sum(c * (q - p) for c, p, q in zip(counts, points, points[1:], strict=False))
+        row = waits[f"stream {stream}"]
+        assert row.queue_max == max(counts)
+        assert row.queue_mean == pytest.approx(area / (points[-1] - points[0]), rel=1e-9)
+        checked += 1
+    assert checked == 5 and max(w.queue_max for w in waits.values()) > 10

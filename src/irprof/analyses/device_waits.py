@@ -38,6 +38,10 @@ class StreamWaits:
     launch_delay_median_ns: int | None  # launch start -> event start
     launch_delay_max_ns: int | None
     short_events: int  # device events shorter than SHORT_KERNEL_NS
+    # Queue length: events launched and not yet finished (launch start to event end), the
+    # largest and the time-weighted mean over the span from the first launch to the last end.
+    queue_max: int = 0
+    queue_mean: float = 0.0
 
 
 def device_label(trace: Trace, track: int) -> str:
@@ -107,6 +111,13 @@ def _waits_of(
                 host += waited
                 kernel += gap - waited
         reach = max(reach, end)
+    queue_max, queue_mean = _queue_length(
+        [
+            (int(trace.ts_ns[launch_of[row]]), int(trace.end_ns[row]))
+            for row in rows.tolist()
+            if row in launch_of
+        ]
+    )
     return StreamWaits(
         device=device_label(trace, track),
         stream=trace.tracks.thread[track].strip(),
@@ -119,4 +130,24 @@ def _waits_of(
         launch_delay_median_ns=int(np.median(delays)) if delays else None,
         launch_delay_max_ns=max(delays) if delays else None,
         short_events=int((trace.dur_ns[rows] < short_ns).sum()),
+        queue_max=queue_max,
+        queue_mean=queue_mean,
     )
+
+
+def _queue_length(spans: list[tuple[int, int]]) -> tuple[int, float]:
+    """The largest number of spans open at once and the time-weighted mean number open, over
+    the first start to the last end (a span ending when another starts is not counted twice)."""
+    if not spans:
+        return 0, 0.0
+    changes = sorted([(start, 1) for start, _ in spans] + [(end, -1) for _, end in spans])
+    open_now = peak = 0
+    area = 0
+    previous = changes[0][0]
+    for time, delta in changes:  # ends sort before starts at one instant (-1 < 1)
+        area += open_now * (time - previous)
+        previous = time
+        open_now += delta
+        peak = max(peak, open_now)
+    span = changes[-1][0] - changes[0][0]
+    return peak, area / span if span else float(peak)

@@ -165,6 +165,10 @@ def waits_table(rows: tuple[StreamWaits, ...], width: int = WIDE) -> Table:
             priority=3,
             justify="right",
         ),
+        FitColumn("queue max", [str(row.queue_max) for row in rows], priority=5, justify="right"),
+        FitColumn(
+            "queue mean", [f"{row.queue_mean:.1f}" for row in rows], priority=6, justify="right"
+        ),
         FitColumn(
             f"< {format_ns(SHORT_KERNEL_NS)}",
             [f"{row.short_events:,} of {row.events:,}" for row in rows],
@@ -176,7 +180,8 @@ def waits_table(rows: tuple[StreamWaits, ...], width: int = WIDE) -> Table:
         columns,
         width,
         title="Idle time by cause (host wait: until the launch; kernel wait: launched, not run)",
-        caption="launch: delay from the launch call to the kernel's start",
+        caption="launch: delay from the launch call to the kernel's start; queue: kernels "
+        "launched and not finished",
     )
 
 
