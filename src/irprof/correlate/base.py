@@ -6,11 +6,13 @@ the bundle's loader (`bundle.manifest()`, `bundle.trace()`, `bundle.ir(level)`),
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
 from irprof.bundle import RunBundle
 from irprof.coverage import Coverage
+from irprof.errors import CorrelationError
 from irprof.opprofile import OpProfile
 
 
@@ -22,6 +24,16 @@ class CorrelationOptions:
     # Also take time from untimed reference steps, where a capture has them (TF): by default
     # they give structure only. Time taken so is listed in coverage and printed.
     reference_time: bool = False
+
+    def share_basis(self, rules: Mapping[str, str]) -> str:
+        """The share basis `rules` maps this `fused_time_rule` to (a correlator's own table);
+        an unknown rule is a CorrelationError naming the known ones."""
+        basis = rules.get(self.fused_time_rule)
+        if basis is None:
+            raise CorrelationError(
+                f"unknown fused-time rule '{self.fused_time_rule}' (known: {', '.join(rules)})"
+            )
+        return basis
 
 
 @dataclass(frozen=True)

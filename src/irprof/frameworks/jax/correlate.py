@@ -168,11 +168,7 @@ class JaxCorrelator:
         """Correlate the bundle's trace with `RUN/ir/stablehlo.mlir`."""
         if level != LEVEL:
             raise BundleError(f"{bundle.root}: the jax correlator annotates only '{LEVEL}'")
-        rule = RULES.get(options.fused_time_rule)
-        if rule is None:
-            raise CorrelationError(
-                f"unknown fused-time rule '{options.fused_time_rule}' (known: {', '.join(RULES)})"
-            )
+        rule = options.share_basis(RULES)
         manifest = bundle.manifest()
         # The XPlane, when listed, is the primary trace: it carries the HloProtos.
         trace_path = bundle.primary_trace_path

@@ -18,7 +18,7 @@ from irprof.bundle import RunBundle
 from irprof.correlate.base import CorrelationOptions, CorrelationResult
 from irprof.correlate.finish import finish_level
 from irprof.correlate.ledger import Ledger
-from irprof.errors import BundleError, CorrelationError
+from irprof.errors import BundleError
 from irprof.frameworks.onnx.graph import (
     OnnxGraphs,
     Region,
@@ -211,11 +211,7 @@ class OnnxCorrelator:
         """Correlate the bundle's ORT profile with `RUN/ir/onnx.mlir`."""
         if level != LEVEL:
             raise BundleError(f"{bundle.root}: the onnx correlator annotates only '{LEVEL}'")
-        rule = RULES.get(options.fused_time_rule)
-        if rule is None:
-            raise CorrelationError(
-                f"unknown fused-time rule '{options.fused_time_rule}' (known: {', '.join(RULES)})"
-            )
+        rule = options.share_basis(RULES)
         manifest = bundle.manifest()
         name = manifest.option_str("runtime_graph", GRAPHS_FILE)
         graphs = parse_graphs(bundle.read_member(name, what="ONNX graphs"), str(bundle.root / name))
