@@ -6,16 +6,18 @@ Design notes: docs/views.md, "Module notes", `analyses/critical_path.py`.
 from __future__ import annotations
 
 import itertools
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from irprof.analyses.cuda_sync import SyncDependencies, sync_dependencies
 from irprof.analyses.table import Tabular, dataclass_rows, row_columns
 from irprof.errors import UsageError
 from irprof.event_dag.model import EDGE_NEST, EDGE_SEQUENCE, EventDag
-from irprof.trace.model import EventKind
+from irprof.trace.model import EventKind, Trace
 from irprof.trace.steps import top_level_windows
 
 _NOT_WORK = (EventKind.STEP, EventKind.ENVELOPE, EventKind.COUNTER)
@@ -45,6 +47,11 @@ class CriticalPath(Tabular):
     end_ns: int
     events: tuple[PathEvent, ...]
     links: tuple[tuple[int, int], ...]  # consecutive node pairs along the path
+    sync_links: tuple[tuple[int, int], ...] = ()  # CUDA sync dependencies the path follows
+    syncs_followed: bool = False  # whether CUDA sync dependencies were looked for
+    sync_edges: int = 0  # CUDA sync dependencies between events of the step
+    unresolved_syncs: int = 0  # synchronising calls in the step whose dependency is unknown
+    unresolved_reasons: tuple[tuple[str, int], ...] = ()  # (reason, calls), most first
 
     @property
     def length_ns(self) -> int:
@@ -71,7 +78,17 @@ class CriticalPath(Tabular):
 
     def table_caption(self) -> str:
         """The step and how much of it the path covers."""
-        return f"step {self.step}: {self.length_ns:,} ns of work on a {self.span_ns:,} ns step"
+        text = f"step {self.step}: {self.length_ns:,} ns of work on a {self.span_ns:,} ns step"
+        return f"{text}; {self.sync_summary()}" if self.syncs_followed else text
+
+    def sync_summary(self) -> str:
+        """How many CUDA sync dependencies the step has, the path follows, are unresolved."""
+        text = (
+            f"CUDA syncs: {self.sync_edges} dependencies in the step, {len(self.sync_links)} "
+            f"on the path, {self.unresolved_syncs} calls unresolved"
+        )
+        reasons = "; ".join(f"{reason}: {count}" for reason, count in self.unresolved_reasons)
+        return f"{text} ({reasons})" if reasons else text
 
 
 def dag_step_windows(dag: EventDag) -> list[tuple[int, int]]:
@@ -81,15 +98,18 @@ def dag_step_windows(dag: EventDag) -> list[tuple[int, int]]:
     return top_level_windows(zip(dag.ts_ns[nodes].tolist(), ends.tolist(), strict=True))
 
 
+_Edge = tuple[int, int, int, bool]  # (next point, weight, owner or -1, a CUDA sync dependency)
+
+
 @dataclass
 class _Graph:
     """Points 2n (start of node n) and 2n+1 (end), weighted edges, each owned by an event."""
 
     size: int
-    edges: list[list[tuple[int, int, int]]]  # per point: (next point, weight, owner or -1)
+    edges: list[list[_Edge]]
 
-    def add(self, src: int, dst: int, weight: int, owner: int) -> None:
-        self.edges[src].append((dst, max(weight, 0), owner))
+    def add(self, src: int, dst: int, weight: int, owner: int, sync: bool = False) -> None:
+        self.edges[src].append((dst, max(weight, 0), owner, sync))
 
 
 def _delegations(
@@ -131,7 +151,15 @@ def _own_time(start: int, end: int, waited: list[tuple[int, int]]) -> int:
     return max(total - covered, 0)
 
 
-def _points_graph(dag: EventDag, keep: list[bool]) -> _Graph:
+@dataclass(frozen=True)
+class _Syncs:
+    """CUDA sync dependencies between kept nodes, and the nodes that are sync records."""
+
+    pairs: list[tuple[int, int]]
+    shadows: set[int]  # device-side records of sync calls: no work, no flows, still on tracks
+
+
+def _points_graph(dag: EventDag, keep: list[bool], syncs: _Syncs) -> _Graph:
     graph = _Graph(2 * len(dag), [[] for _ in range(2 * len(dag))])
     ts, ends = dag.ts_ns.tolist(), (dag.ts_ns + dag.dur_ns).tolist()
     parents = dag.parent.tolist()
@@ -142,11 +170,20 @@ def _points_graph(dag: EventDag, keep: list[bool]) -> _Graph:
         for src, dst, kind in zip(
             dag.edge_src.tolist(), dag.edge_dst.tolist(), dag.edge_kind.tolist(), strict=True
         )
-        if keep[src] and keep[dst]
+        if keep[src] and keep[dst] and (kind in _LOCAL or not {src, dst} & syncs.shadows)
     ]
     waited, joins = _delegations(
         dag, keep, [(src, dst) for src, dst, kind in edges if kind not in _LOCAL]
     )
+    for node in syncs.shadows:  # a sync record mirrors its call's blocking: never work
+        waited.setdefault(node, []).append((ts[node], ends[node]))
+    sync_joins: list[tuple[int, int]] = []
+    for src, dst in syncs.pairs:
+        if ends[src] <= ts[dst]:  # dst starts after src ends (a stream waiting on an event)
+            graph.add(2 * src + 1, 2 * dst, 0, -1, sync=True)
+        elif ends[src] <= ends[dst]:  # dst (a host sync call) blocks until src ends
+            sync_joins.append((src, dst))
+            waited.setdefault(dst, []).append((ts[dst], ends[src]))
 
     def own(node: int, start: int, end: int) -> int:
         return _own_time(start, end, waited.get(node, []))
@@ -168,6 +205,8 @@ def _points_graph(dag: EventDag, keep: list[bool]) -> _Graph:
             graph.add(2 * src + 1 if ends[src] <= ts[dst] else 2 * src, 2 * dst, 0, -1)
     for target, holder in joins:  # the waiting event goes on once the work it handed off ends
         graph.add(2 * target + 1, 2 * holder + 1, own(holder, ends[target], ends[holder]), holder)
+    for src, call in sync_joins:  # the sync call returns once the op it waited for ends
+        graph.add(2 * src + 1, 2 * call + 1, own(call, ends[src], ends[call]), call, sync=True)
     for node in range(len(dag)):
         if not keep[node]:
             continue
@@ -179,33 +218,53 @@ def _points_graph(dag: EventDag, keep: list[bool]) -> _Graph:
     return graph
 
 
-def _longest(graph: _Graph) -> tuple[list[int], list[int]]:
-    """Points of the heaviest path and the owner of each of its edges (Kahn order)."""
+def _longest(graph: _Graph) -> tuple[list[int], list[_Edge]]:
+    """Points of the heaviest path and the edge taken into each point after the first (Kahn
+    order)."""
     indegree = [0] * graph.size
     for edges in graph.edges:
-        for dst, _, _ in edges:
+        for dst, _, _, _ in edges:
             indegree[dst] += 1
     ready = [point for point in range(graph.size) if indegree[point] == 0]
     best = [0] * graph.size
-    came: list[tuple[int, int]] = [(-1, -1)] * graph.size  # (previous point, edge owner)
+    came: list[tuple[int, _Edge]] = [(-1, (-1, 0, -1, False))] * graph.size  # (previous, edge)
     while ready:
         point = ready.pop()
-        for dst, weight, owner in graph.edges[point]:
+        for edge in graph.edges[point]:
+            dst, weight = edge[0], edge[1]
             if came[dst][0] < 0 or best[point] + weight > best[dst]:
-                best[dst], came[dst] = best[point] + weight, (point, owner)
+                best[dst], came[dst] = best[point] + weight, (point, edge)
             indegree[dst] -= 1
             if indegree[dst] == 0:
                 ready.append(dst)
     point = max(range(graph.size), key=best.__getitem__, default=-1)
     points: list[int] = []
-    owners: list[int] = []
+    taken: list[_Edge] = []
     while point >= 0:
         points.append(point)
-        previous, owner = came[point]
+        previous, edge = came[point]
         if previous >= 0:
-            owners.append(owner)
+            taken.append(edge)
         point = previous
-    return points[::-1], owners[::-1]
+    return points[::-1], taken[::-1]
+
+
+def _step_syncs(dag: EventDag, trace: Trace, keep: list[bool]) -> tuple[_Syncs, SyncDependencies]:
+    """The CUDA sync dependencies of `trace` between kept nodes, as node pairs, with the nodes
+    that are sync records; and all found (see `irprof.analyses.cuda_sync`)."""
+    if len(dag) and int(dag.rows.max()) >= len(trace):
+        raise UsageError("critical path: the trace given is not the one the DAG was built from")
+    node_of_row = np.full(len(trace), -1, dtype=np.int64)
+    node_of_row[dag.rows] = np.arange(len(dag))
+    found = sync_dependencies(trace)
+    shadows = {node for node in node_of_row[list(found.records)].tolist() if node >= 0}
+    pairs = [
+        (int(node_of_row[edge.src]), int(node_of_row[edge.dst]))
+        for edge in found.edges
+        if node_of_row[edge.src] >= 0 and node_of_row[edge.dst] >= 0
+    ]
+    kept = [(src, dst) for src, dst in pairs if keep[src] and keep[dst]]
+    return _Syncs(kept, shadows), found
 
 
 def critical_path(
@@ -213,8 +272,11 @@ def critical_path(
     *,
     step: int | None = None,
     ops_by_event: Mapping[str, tuple[str, ...]] | None = None,
+    trace: Trace | None = None,
 ) -> CriticalPath:
-    """The critical path of step `step` (default: the longest step) of a causal DAG."""
+    """The critical path of step `step` (default: the longest step) of a causal DAG; given the
+    `trace` the DAG was built from, it also follows the dependencies CUDA events and stream or
+    device synchronisations create (`irprof.analyses.cuda_sync`)."""
     if dag.mode != "causal":
         raise UsageError("the critical path needs a causal DAG (--mode causal)")
     windows = dag_step_windows(dag)
@@ -232,13 +294,20 @@ def critical_path(
         end = int((dag.ts_ns + dag.dur_ns).max()) if len(dag) else 0
     ends = dag.ts_ns + dag.dur_ns
     inside = (dag.ts_ns >= start) & (ends <= end) & ~np.isin(dag.kind, _NOT_WORK)
-    graph = _points_graph(dag, inside.tolist())
-    points, owners = _longest(graph)
+    keep = inside.tolist()
+    syncs, counts = _Syncs([], set()), {}
+    if trace is not None:
+        syncs, found = _step_syncs(dag, trace, keep)
+        counts = _sync_counts(trace, found, len(syncs.pairs), start, end)
+    graph = _points_graph(dag, keep, syncs)
+    points, taken = _longest(graph)
     work: dict[int, int] = {}
-    for src, dst, owner in zip(points[:-1], points[1:], owners, strict=True):
-        weight = next(w for d, w, o in graph.edges[src] if d == dst and o == owner)
+    sync_links: list[tuple[int, int]] = []
+    for src, (dst, weight, owner, sync) in zip(points[:-1], taken, strict=True):
         if owner >= 0:
             work[owner] = work.get(owner, 0) + weight
+        if sync:
+            sync_links.append((src // 2, dst // 2))
     path = list(dict.fromkeys(point // 2 for point in points if inside[point // 2]))
     known = ops_by_event or {}
     events = tuple(
@@ -260,4 +329,26 @@ def critical_path(
         end_ns=end,
         events=events,
         links=tuple(itertools.pairwise(path)),
+        sync_links=tuple(sync_links),
+        **counts,
     )
+
+
+def _sync_counts(
+    trace: Trace, found: SyncDependencies, edges: int, start: int, end: int
+) -> dict[str, Any]:
+    """The CriticalPath fields that count the step's CUDA sync dependencies (`edges` of them
+    between events of the step; the unresolved calls inside [start, end])."""
+    ends = trace.end_ns
+    unresolved = [
+        item.reason
+        for item in found.unresolved
+        if start <= int(trace.ts_ns[item.row]) and int(ends[item.row]) <= end
+    ]
+    reasons = sorted(Counter(unresolved).items(), key=lambda item: (-item[1], item[0]))
+    return {
+        "syncs_followed": True,
+        "sync_edges": edges,
+        "unresolved_syncs": len(unresolved),
+        "unresolved_reasons": tuple(reasons),
+    }

@@ -40,7 +40,7 @@ def dag_view(
         raise UsageError(f"{source}: no event passes the filters; nothing to write")
     path = None
     if with_critical_path:
-        path = critical_path(event_dag, step=step, ops_by_event=_ops_by_event(bundle))
+        path = critical_path(event_dag, step=step, ops_by_event=_ops_by_event(bundle), trace=trace)
     return DagView(event_dag, path)
 
 

@@ -22,7 +22,7 @@ def critical_path_title(path: CriticalPath) -> str:
 
 def critical_path_table(path: CriticalPath, limit: int = 40, width: int = WIDE) -> Table:
     """Rows in path order, one line each; events adding no work (pure links) are counted, not
-    listed."""
+    listed; the caption says how many CUDA sync dependencies the path follows, when looked for."""
     working = [event for event in path.events if event.self_ns > 0]
     heaviest = sorted(working, key=lambda event: -event.self_ns)[:limit]
     chosen = {event.node for event in heaviest}
@@ -49,5 +49,8 @@ def critical_path_table(path: CriticalPath, limit: int = 40, width: int = WIDE) 
         ),
     ]
     left = len(path.events) - len(chosen)
-    caption = f"{left} more events on the path add less work (or only link)" if left else ""
+    notes = [f"{left} more events on the path add less work (or only link)"] if left else []
+    if path.syncs_followed:
+        notes.append(path.sync_summary())
+    caption = "\n".join(notes)
     return fit_table(columns, width, title=critical_path_title(path), caption=caption)
