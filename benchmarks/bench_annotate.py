@@ -1,21 +1,26 @@
 """Annotate speed: a 100,000-op module, every op with a distinct location, every op annotated.
 
-Three paths, each run in its own fresh `ir.Context` (a shared context keeps the attributes and
-locations an earlier run interned, which made later parses faster and later attribute builds
-slower for reasons unrelated to irprof), interleaved and repeated; the best of N is reported:
-- bare:    the bindings parse and print the input (the issue's baseline);
+Each path runs in its own fresh process (a shared context or heap keeps what an earlier run
+interned, which made later parses faster and later attribute builds slower for reasons
+unrelated to irprof); the paths alternate, REPEATS rounds, and the median of each is reported:
+- bare:    the bindings parse and print the input (the issue's baseline, the reference);
 - irprof:  `load_module`, `apply_opprofile` (keys, index, match, attributes, set), `print_module`;
+- compact: the same with `layout="compact"` (one columnar table on the module, a row per op);
 - by hand: the bindings parse, walk, build the same `irprof.profile` dictionary for op k from
-           entry k (no keys, no matching) with `DictAttr.get`, set it, print.
-A fourth run times the steps inside `apply_opprofile` one by one. The cyclic GC is paused in the
-irprof and by-hand annotation alike (irprof does it itself). The printed irprof and by-hand
-outputs are checked equal (but for the module's `irprof.summary`), so both do the same work.
-Usage: `.venv/bin/python benchmarks/bench_annotate.py [N [REPEATS]]` (default 100000 3).
+           entry k (no keys, no matching) with `DictAttr.get`, set it, print;
+- steps:   the steps inside `apply_opprofile` timed one by one.
+The cyclic GC is paused in the irprof and by-hand annotation alike (irprof does it itself).
+Before timing, on a small module, the irprof and by-hand outputs are checked equal (but for the
+module's `irprof.summary`) and every op of the compact output is checked to read back the
+profile its entry holds, so the paths do the same work.
+Usage: `.venv/bin/python benchmarks/bench_annotate.py [N [REPEATS]]` (default 100000 5).
 """
 
 from __future__ import annotations
 
-import gc
+import json
+import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -29,7 +34,7 @@ from irprof.mlir.context import make_context
 from irprof.mlir.gc_pause import gc_paused
 from irprof.mlir.load import load_module, print_module
 from irprof.mlir.op_index import OpIndex, derive_op_keys
-from irprof.mlir.profile_attrs import PROFILE_ATTR, AttributeBuilder
+from irprof.mlir.profile_attrs import PROFILE_ATTR, AttributeBuilder, Layout, get_profile
 from irprof.opprofile import OpKey, OpProfile, OpProfileEntry, ProfileData
 
 T = TypeVar("T")
@@ -67,12 +72,14 @@ class Phases:
     """Seconds per named phase of one run, in the order they ran."""
 
     seconds: dict[str, float] = field(default_factory=dict)
+    cpu: dict[str, float] = field(default_factory=dict)  # process CPU time, steadier on a busy host
 
     def timed(self, name: str, fn: Callable[[], T]) -> T:
-        """Run `fn`, record its wall time under `name`, return its result."""
-        start = time.perf_counter()
+        """Run `fn`, record its wall and CPU time under `name`, return its result."""
+        start, start_cpu = time.perf_counter(), time.process_time()
         result = fn()
         self.seconds[name] = time.perf_counter() - start
+        self.cpu[name] = time.process_time() - start_cpu
         return result
 
     @property
@@ -96,11 +103,11 @@ def run_bare(text: str) -> tuple[Phases, str]:
     return run, run.timed("print", lambda: _print(module))
 
 
-def run_irprof(text: str, profile: OpProfile) -> tuple[Phases, str]:
+def run_irprof(text: str, profile: OpProfile, layout: Layout = "irprof") -> tuple[Phases, str]:
     """irprof's path: load_module, apply_opprofile (keys, index, attach), print_module."""
     run = Phases()
     module = run.timed("parse", lambda: load_module(text, make_context()))
-    applied = run.timed("annotate", lambda: apply_opprofile(module, profile))
+    applied = run.timed("annotate", lambda: apply_opprofile(module, profile, layout=layout))
     assert len(applied.annotated) == len(profile.entries) and not applied.unmatched_entries
     return run, run.timed("print", lambda: print_module(module, debug_info=True))
 
@@ -173,58 +180,90 @@ def _but_module_line(printed: str) -> list[str]:
     return [line for line in printed.split("\n") if not line.startswith("module")]
 
 
-def _best(runs: list[Phases]) -> Phases:
-    """Per-phase minimum; the total is the fastest whole run, not the sum of minima."""
-    best = Phases({name: min(r.seconds[name] for r in runs) for name in runs[0].seconds})
-    return best
+def check_paths(ops: int) -> None:
+    """The irprof and by-hand outputs agree; the compact output reads back every entry."""
+    text, profile = make_module_text(ops), make_profile(ops)
+    _, irprof_out = run_irprof(text, profile)
+    _, by_hand_out = run_by_hand(text, profile)
+    assert _but_module_line(irprof_out) == _but_module_line(by_hand_out)
+    _, compact_out = run_irprof(text, profile, "compact")
+    module = load_module(compact_out, make_context())
+    adds = [op for op, _ in derive_op_keys(module) if op.name == "arith.addi"]
+    assert [get_profile(op) for op in adds] == [entry.data for entry in profile.entries]
 
 
-def _line(label: str, runs: list[Phases]) -> str:
-    best = _best(runs)
-    phases = ", ".join(f"{name} {seconds:.2f} s" for name, seconds in best.seconds.items())
-    return f"{label:<9} {phases}; total {min(r.total for r in runs):.2f} s"
+def run_one(path: str, ops: int) -> dict[str, object]:
+    """One run of `path` in this (fresh) process: its phases and output size."""
+    text = make_module_text(ops)
+    profile = make_profile(ops)
+    if path == "steps":
+        steps = run_apply_phases(text, profile)
+        return {"seconds": steps.seconds, "cpu": steps.cpu, "size": 0}
+    if path == "bare":
+        run, out = run_bare(text)
+    elif path == "by hand":
+        run, out = run_by_hand(text, profile)
+    else:
+        run, out = run_irprof(text, profile, "compact" if path == "compact" else "irprof")
+    size = len(out.encode("utf-8"))
+    return {"seconds": run.seconds, "cpu": run.cpu, "size": size, "text": len(text)}
+
+
+PATHS = ("bare", "irprof", "compact", "by hand", "steps")
+
+
+def _fresh(path: str, ops: int) -> dict[str, object]:
+    done = subprocess.run(
+        [sys.executable, __file__, "--one", path, str(ops)],
+        check=True, capture_output=True, text=True,
+    )  # fmt: skip
+    result: dict[str, object] = json.loads(done.stdout)
+    return result
+
+
+def _median_phases(runs: list[dict[str, object]], clock: str = "seconds") -> dict[str, float]:
+    seconds = [run[clock] for run in runs]
+    names = list(seconds[0])  # type: ignore[call-overload]
+    phases = {name: statistics.median(s[name] for s in seconds) for name in names}  # type: ignore[index]
+    phases["total"] = statistics.median(sum(s.values()) for s in seconds)  # type: ignore[attr-defined]
+    return phases
 
 
 def main(ops: int, repeats: int) -> None:
-    """Interleave the paths `repeats` times, each in a fresh context; report the fastest."""
-    text = make_module_text(ops)
-    profile = make_profile(ops)
-    bare: list[Phases] = []
-    irprof: list[Phases] = []
-    by_hand: list[Phases] = []
-    steps: list[Phases] = []
+    """Alternate the paths `repeats` times, each in a fresh process; report medians."""
+    check_paths(min(ops, 2000))
+    runs: dict[str, list[dict[str, object]]] = {path: [] for path in PATHS}
     for _ in range(repeats):
-        run, bare_out = run_bare(text)
-        bare.append(run)
-        run, irprof_out = run_irprof(text, profile)
-        irprof.append(run)
-        run, by_hand_out = run_by_hand(text, profile)
-        by_hand.append(run)
-        assert _but_module_line(irprof_out) == _but_module_line(by_hand_out)
-        steps.append(run_apply_phases(text, profile))
-        del by_hand_out
-        gc.collect()
-    b, i, h = (min(r.total for r in runs) for runs in (bare, irprof, by_hand))
-    bare_print, irprof_print = _best(bare).seconds["print"], _best(irprof).seconds["print"]
-    sizes = (
-        f"text {len(text) / 1e6:.1f} MB, printed bare {len(bare_out) / 1e6:.1f} MB, "
-        f"annotated {len(irprof_out) / 1e6:.1f} MB"
-    )
-    print(f"ops: {ops:,} ({sizes}); best of {repeats}, each run in a fresh context")
-    print(_line("bare", bare))
-    print(_line("irprof", irprof))
-    print(_line("by hand", by_hand))
-    print(f"apply_opprofile steps: {_line('', steps).strip()}")
-    print(f"irprof / bare parse+print:     {i / b:.2f}x (target <= 1.3x)")
-    print(f"irprof / by hand:              {i / h:.2f}x")
+        for path in PATHS:
+            runs[path].append(_fresh(path, ops))
+    medians = {path: _median_phases(runs[path]) for path in PATHS}
+    cpu = {path: _median_phases(runs[path], "cpu")["total"] for path in PATHS}
+    bare = medians["bare"]["total"]
+    text_mb = float(runs["bare"][0]["text"]) / 1e6  # type: ignore[arg-type]
+    print(f"ops: {ops:,} (text {text_mb:.1f} MB); median of {repeats}, each run a fresh process")
     print(
-        f"excluding the larger output's print (irprof print {irprof_print:.2f} s counted as the "
-        f"bare print {bare_print:.2f} s): {(i - irprof_print + bare_print) / b:.2f}x bare"
+        f"{'path':<9} {'phases (wall)':<58} {'total':>8} {'/ bare':>7} {'cpu / bare':>10} "
+        f"{'output':>9} {'/ bare':>7}"
     )
+    bare_size = float(runs["bare"][0]["size"])  # type: ignore[arg-type]
+    for path in PATHS[:-1]:
+        phases = medians[path]
+        text = ", ".join(f"{n} {s:.2f} s" for n, s in phases.items() if n != "total")
+        size = float(runs[path][0]["size"])  # type: ignore[arg-type]
+        print(
+            f"{path:<9} {text:<58} {phases['total']:>6.2f} s {phases['total'] / bare:>6.2f}x "
+            f"{cpu[path] / cpu['bare']:>9.2f}x {size / 1e6:>6.1f} MB {size / bare_size:>6.2f}x"
+        )
+    steps = ", ".join(f"{n} {s:.2f} s" for n, s in medians["steps"].items() if n != "total")
+    print(f"apply_opprofile steps (irprof layout): {steps}")
+    print("targets: irprof <= 1.3x bare, compact <= 1.5x bare (issue 30)")
 
 
 if __name__ == "__main__":
-    main(
-        int(sys.argv[1]) if len(sys.argv) > 1 else 100_000,
-        int(sys.argv[2]) if len(sys.argv) > 2 else 3,
-    )
+    if len(sys.argv) > 1 and sys.argv[1] == "--one":
+        print(json.dumps(run_one(sys.argv[2], int(sys.argv[3]))))
+    else:
+        main(
+            int(sys.argv[1]) if len(sys.argv) > 1 else 100_000,
+            int(sys.argv[2]) if len(sys.argv) > 2 else 5,
+        )

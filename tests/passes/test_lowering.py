@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from iree.compiler import ir
 
 from irprof.mlir.context import make_context
 from irprof.mlir.load import load_module, write_module
@@ -77,6 +78,34 @@ def test_linalg_origins_survive_bufferize_and_loops() -> None:
     assert len(loads) == 4  # three in the matmul nest, one in the relu nest
     assert len(lower.entries) == sum(1 for i in lowered if get_profile(i.op) is not None)
     assert lower.level == "loops" and lower.totals["reattached_from"] == "linalg"
+
+
+def _lowered_to_loops() -> tuple[ir.Module, OpProfile]:
+    """MATMUL_RELU stamped at linalg, its linalg profile, then lowered to loops."""
+    module = load_module(MATMUL_RELU, make_context())
+    run_pipeline(
+        module, "builtin.module(irprof-stamp-origin{level=linalg}, irprof-copy-loc-to-body)"
+    )
+    upper = _upper_profile(derive_op_infos(module), "linalg", {"linalg.matmul", "linalg.generic"})
+    run_pipeline(
+        module,
+        "builtin.module(one-shot-bufferize{bufferize-function-boundaries}, "
+        "func.func(convert-linalg-to-loops), canonicalize)",
+    )
+    return module, upper
+
+
+def test_reattach_in_the_compact_layout_reads_back_as_the_per_op_layout() -> None:
+    per_op, upper = _lowered_to_loops()
+    compact, _ = _lowered_to_loops()
+    expected = reattach(per_op, upper, level="loops")
+    written = reattach(compact, upper, level="loops", layout="compact")
+    assert written.entries == expected.entries
+    text = str(compact)
+    assert text.count("irprof.profile_table") == 1 and "irprof.profile =" not in text
+    pairs = list(zip(derive_op_infos(per_op), derive_op_infos(compact), strict=True))
+    assert [get_profile(a.op) for a, _ in pairs] == [get_profile(b.op) for _, b in pairs]
+    assert sum(get_profile(b.op) is not None for _, b in pairs) == len(expected.entries) > 0
 
 
 @pytest.mark.skipif(not IREE_COMPILE.exists(), reason="iree-compile is part of iree-base-compiler")

@@ -9,6 +9,7 @@ import typer
 from rich.console import Console
 
 from irprof.api import Run
+from irprof.errors import UsageError
 from irprof.renderers.coverage_table import capture_overhead_text, coverage_report
 
 
@@ -20,6 +21,14 @@ def annotate(
     attr: Annotated[
         str, typer.Option("--attr", help="Attribute layout: irprof|ts-dur.")
     ] = "irprof",
+    layout: Annotated[
+        str,
+        typer.Option(
+            "--layout",
+            help="per-op (a dictionary on every op) or compact (one table on the module, a row "
+            "index per op: smaller and faster for large modules; --attr irprof only).",
+        ),
+    ] = "per-op",
     allow_low_coverage: Annotated[
         bool,
         typer.Option("--allow-low-coverage", help="Annotate even when almost nothing matched."),
@@ -36,7 +45,7 @@ def annotate(
     bundle = Run(run)  # not `open_run`: annotate first completes a commit that was interrupted
     outcome = bundle.annotate(
         level,
-        attr=attr,
+        attr=_layout_attr(attr, layout),
         allow_low_coverage=allow_low_coverage,
         allow_mismatch=allow_mismatch,
     )
@@ -54,6 +63,20 @@ def annotate(
     noise = bundle.top_view(outcome.level, limit=0).table.noise
     for warning in noise.warnings if noise is not None else ():
         Console(highlight=False, stderr=True).print(f"warning: {warning}", markup=False)
+
+
+def _layout_attr(attr: str, layout: str) -> str:
+    """The annotation layout `--attr` and `--layout` choose together."""
+    if layout not in ("per-op", "compact"):
+        raise UsageError(f"--layout {layout!r}: expected per-op|compact")
+    if layout == "per-op":
+        return attr
+    if attr not in ("irprof", "compact"):
+        raise UsageError(
+            f"--layout compact stores the irprof.profile fields, not --attr {attr}; "
+            "drop --attr or use --layout per-op"
+        )
+    return "compact"
 
 
 def register(app: typer.Typer) -> None:

@@ -15,6 +15,7 @@ from irprof.mlir.gc_pause import gc_paused
 from irprof.mlir.module_coverage import coverage_for
 from irprof.mlir.op_index import OpIndex, derive_op_keys
 from irprof.mlir.profile_attrs import (
+    PROFILE_ATTRS,
     AttributeBuilder,
     Layout,
     ModuleSummary,
@@ -22,7 +23,11 @@ from irprof.mlir.profile_attrs import (
     attribute_name,
     has_profile,
 )
+from irprof.mlir.profile_table import ROW_ATTR, TABLE_ATTR, attach_table
 from irprof.opprofile import OpProfile, OpProfileEntry
+
+# Per-op profile dictionaries the compact layout removes from the ops it writes.
+_PER_OP_DICTS = tuple(name for name in PROFILE_ATTRS if name != ROW_ATTR)
 
 
 @dataclass(frozen=True)
@@ -61,15 +66,28 @@ def _apply(
         else:
             unmatched.append(entry)
     annotated: set[int] = set()
-    if matched:
+    name = attribute_name(layout)  # rejects an unknown layout
+    op_at = index.op_at
+    if name == ROW_ATTR:
+        # Written even when nothing matched: a table on the module replaces the previous one.
+        rows = [
+            (entry.data, [op_at(p).operation for p in positions]) for entry, positions in matched
+        ]
+        attach_table(operation, rows, replaces=_PER_OP_DICTS)
+        for _, positions in matched:
+            annotated.update(positions)
+    elif matched:
         # One attribute per entry, shared by every op the entry matches (attributes are uniqued).
-        name = attribute_name(layout)
         builder = AttributeBuilder(operation.context)
         attributes = builder.profiles([entry.data for entry, _ in matched], layout)
-        op_at = index.op_at
+        # Ops of a compact table lose their row, so no op carries two profiles.
+        replaced = ROW_ATTR if TABLE_ATTR in operation.attributes else None
         for attribute, (_, positions) in zip(attributes, matched, strict=True):
             for position in positions:
-                op_at(position).operation.attributes[name] = attribute
+                op_attributes = op_at(position).operation.attributes
+                op_attributes[name] = attribute
+                if replaced is not None and replaced in op_attributes:
+                    del op_attributes[replaced]
             annotated.update(positions)
     return ApplyResult(frozenset(annotated), tuple(unmatched), index)
 

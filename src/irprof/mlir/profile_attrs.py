@@ -11,6 +11,8 @@ Two attribute layouts:
   event) and `dur` = `total_ns` (all time attributed to the op), so `dur` sums to the attributed
   time over a module. Reading a `ts-dur` attribute back gives a ProfileData with count 1 (the layout
   keeps nothing else).
+- `compact`: `irprof.row = N : i32` on the op, its profile in row N of the module's columnar
+  `irprof.profile_table` (`irprof.mlir.profile_table`); reads back exactly as `irprof` does.
 
 The module carries `irprof.summary = {source_trace, framework, level, profiled_ns, attributed_ns,
 time_coverage, ops_total, ops_annotated, nontrivial_coverage}`.
@@ -30,15 +32,16 @@ from iree.compiler import ir
 from irprof.coverage import Coverage
 from irprof.errors import MlirError
 from irprof.mlir.op_index import root_operation
+from irprof.mlir.profile_table import ROW_ATTR, TABLE_ATTR, append_row, table_profile
 from irprof.opprofile import ProfileData
 
 PROFILE_ATTR = "irprof.profile"
 TS_DUR_ATTR = "profiler_data"
 SUMMARY_ATTR = "irprof.summary"
-PROFILE_ATTRS = (PROFILE_ATTR, TS_DUR_ATTR)
+PROFILE_ATTRS = (PROFILE_ATTR, TS_DUR_ATTR, ROW_ATTR)  # per-op attributes of the layouts
 
-Layout = Literal["irprof", "ts-dur"]
-LAYOUTS: tuple[Layout, ...] = ("irprof", "ts-dur")
+Layout = Literal["irprof", "ts-dur", "compact"]
+LAYOUTS: tuple[Layout, ...] = ("irprof", "ts-dur", "compact")
 
 _INT_FIELDS = ("count", "total_ns", "mean_ns", "min_ns", "max_ns", "first_ts_ns")
 
@@ -55,11 +58,13 @@ _I64_MIN, _I64_MAX = -(2**63), 2**63 - 1
 
 
 def attribute_name(layout: Layout) -> str:
-    """The op attribute a layout writes (`irprof.profile` or `profiler_data`)."""
+    """The op attribute a layout writes (`irprof.profile`, `profiler_data` or `irprof.row`)."""
     if layout == "irprof":
         return PROFILE_ATTR
     if layout == "ts-dur":
         return TS_DUR_ATTR
+    if layout == "compact":
+        return ROW_ATTR
     raise ValueError(f"unknown annotation layout {layout!r}; expected one of {LAYOUTS}")
 
 
@@ -187,10 +192,11 @@ class AttributeBuilder:
         ~10 attributes per profile dominates, ~1.2 s per 100k); the text way keeps ~1M
         short-lived Python handles out of the heap.
         """
+        if attribute_name(layout) == ROW_ATTR:  # also rejects an unknown layout
+            raise ValueError("the compact layout has no per-op profile attribute")
         build, text = (
             (self.profile, profile_text) if layout == "irprof" else (self.ts_dur, ts_dur_text)
         )
-        attribute_name(layout)  # rejects an unknown layout
         out: list[ir.Attribute] = []
         for start in range(0, len(datas), _PARSE_BATCH):
             batch = datas[start : start + _PARSE_BATCH]
@@ -224,12 +230,22 @@ def attach_profile(
     layout: Layout = "irprof",
     builder: AttributeBuilder | None = None,
 ) -> None:
-    """Attach `data` to `op` in the chosen layout (replacing a previous profile)."""
+    """Attach `data` to `op` in the chosen layout (replacing a previous profile).
+
+    `compact` rebuilds the module's table on each call: to annotate many ops, use
+    `irprof.mlir.profile_table.attach_table` (or `apply_opprofile`) once."""
     operation = op.operation
     name = attribute_name(layout)
+    attributes = operation.attributes
+    for other in PROFILE_ATTRS:
+        if other != name and other in attributes:
+            del attributes[other]
+    if layout == "compact":
+        append_row(operation, data)
+        return
     builder = builder or AttributeBuilder(operation.context)
     build = builder.profile if layout == "irprof" else builder.ts_dur
-    operation.attributes[name] = build(data)
+    attributes[name] = build(data)
 
 
 def _field(attr: ir.DictAttr, name: str) -> Any:
@@ -254,8 +270,9 @@ _NON_NEGATIVE_FIELDS = ("count", "total_ns", "mean_ns", "min_ns", "max_ns", "gro
 
 
 def get_profile(op: ir.Operation) -> ProfileData | None:
-    """The profile attached to `op` (either layout), or None; an MlirError naming the op and
-    the field when a field has the wrong type or a count or time is negative."""
+    """The profile attached to `op` (any layout), or None; an MlirError naming the op and
+    the field when a field has the wrong type or a count or time is negative, or the op's
+    compact row is missing from its table."""
     try:
         data = _read_profile(op)
     except ValueError as exc:  # the bindings' cast of an attribute of another type
@@ -296,6 +313,8 @@ def _read_profile(op: ir.Operation) -> ProfileData | None:
             group_size=_int(_field(attr, "group_size")),
             share_basis=ir.StringAttr(basis).value if basis is not None else "",
         )
+    if ROW_ATTR in attributes:
+        return table_profile(op.operation)
     if TS_DUR_ATTR in attributes:
         attr = ir.DictAttr(attributes[TS_DUR_ATTR])
         ts, dur = _int(_field(attr, "ts")), _int(_field(attr, "dur"))
@@ -307,19 +326,20 @@ def _read_profile(op: ir.Operation) -> ProfileData | None:
 
 
 def has_profile(op: ir.Operation) -> bool:
-    """True when `op` carries a profile in either layout."""
+    """True when `op` carries a profile in any layout (for `compact`: a row index)."""
     attributes = op.operation.attributes
-    return PROFILE_ATTR in attributes or TS_DUR_ATTR in attributes
+    return PROFILE_ATTR in attributes or ROW_ATTR in attributes or TS_DUR_ATTR in attributes
 
 
 def strip_profiles(module: ir.Module | ir.Operation) -> int:
-    """Remove every profile attribute and the module summary; returns how many were removed."""
+    """Remove every profile attribute, profile table and module summary; returns how many
+    were removed."""
     removed = 0
 
     def visit(op: ir.Operation) -> ir.WalkResult:
         nonlocal removed
         attributes = op.attributes
-        for name in (*PROFILE_ATTRS, SUMMARY_ATTR):
+        for name in (*PROFILE_ATTRS, TABLE_ATTR, SUMMARY_ATTR):
             if name in attributes:
                 del attributes[name]
                 removed += 1

@@ -13,7 +13,8 @@ from irprof.coverage import is_trivial_op
 from irprof.errors import PipelineError
 from irprof.mlir.locations import render
 from irprof.mlir.op_index import derive_op_infos
-from irprof.mlir.profile_attrs import AttributeBuilder, Layout, attach_profile
+from irprof.mlir.profile_attrs import PROFILE_ATTRS, AttributeBuilder, Layout, attach_profile
+from irprof.mlir.profile_table import ROW_ATTR, attach_table
 from irprof.opprofile import OpProfile, OpProfileEntry, ProfileData
 
 
@@ -65,6 +66,7 @@ def reattach(
     builder = AttributeBuilder(operation.context)
     seen_split: dict[str, int] = defaultdict(int)
     entries: list[OpProfileEntry] = []
+    table_rows: list[tuple[ProfileData, list[ir.Operation]]] = []  # the compact layout's
     for info, found in zip(infos, reached, strict=True):
         if not found:
             continue
@@ -77,8 +79,14 @@ def reattach(
             data = ProfileData(**{**data.__dict__, "source": f"reattach:{origin}{note}"})
         else:
             data = _merge(found, [by_origin[o] for o in found])
-        attach_profile(info.op, data, layout=layout, builder=builder)
+        if layout == "compact":
+            table_rows.append((data, [info.op]))
+        else:
+            attach_profile(info.op, data, layout=layout, builder=builder)
         entries.append(OpProfileEntry(info.key, data, info.op_name, render(info.loc)))
+    if layout == "compact":  # one table for the module, not one rebuilt per op
+        per_op = tuple(name for name in PROFILE_ATTRS if name != ROW_ATTR)
+        attach_table(operation, table_rows, replaces=per_op)
     lower = OpProfile(
         level=level,
         framework=upper.framework,
