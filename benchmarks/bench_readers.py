@@ -61,8 +61,15 @@ TARGET_MB = 10  # the targets hold on public traces over this size
 # time (user + system of the process) is printed beside wall time: on a shared machine other
 # processes' load stretches wall time far more than the work done.
 CPU = "sum(resource.getrusage(resource.RUSAGE_SELF)[:2])"
+# Peak RSS of this process's own memory: Linux's VmHWM, which starts afresh at exec. (`ru_maxrss`
+# does not: a child started after the benchmark itself grew, e.g. by writing the generated trace,
+# reports the parent's peak.)
 RUSAGE = f"""
-rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+try:
+    with open("/proc/self/status") as status:
+        rss_mb = next(int(line.split()[1]) for line in status if line.startswith("VmHWM:")) / 1024
+except (OSError, StopIteration):
+    rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 cpu_seconds = {CPU} - cpu_start
 """
 SNIPPETS = {

@@ -159,6 +159,11 @@ class EventText:
         with `NumberEventFields` while every float is proven exact (`float_ns`), else as text;
         a chunk that fails a level is decoded again at the next, which then stays the level
         for the rest of the file (a trace keeps one way of writing its times).
+
+        Nothing here refers to a chunk once the next is being built: a consumer that drops its
+        `events` (and with them, through their `Raw` args, the chunk's text) before asking for
+        the next has one chunk alive at a time, so that the next chunk's text and structs reuse
+        the memory just freed instead of growing the heap by a chunk (fewer page faults).
         """
         view = memoryview(self.events)
         body = _array_body(view)
@@ -181,7 +186,10 @@ class EventText:
                 raise self._too_deep(view, start, stop, index) from None
             index += len(decoded.events)
             start = next_start
-            yield decoded.events, *times
+            events = decoded.events
+            del decoded, chunk  # the consumer drops `events`, and so the chunk, before the next
+            yield events, *times
+            del events
 
     def _too_deep(self, view: memoryview, start: int, stop: int, index: int) -> TraceFormatError:
         """The error naming the event nested too deeply for the decoder (found one by one)."""

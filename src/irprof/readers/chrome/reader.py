@@ -316,6 +316,7 @@ def _shape_columns(text: EventText, base_ns: int, warnings: list[str]) -> _Shape
     columns = FieldColumns(text.path)
     for events, ts_ns, dur_ns in text.timed_chunks():
         columns.add(events, ts_ns, dur_ns)
+        del events  # one chunk alive at a time (see `EventText.timed_chunks`)
     phase = columns.phase.array()
     pid_ids, pids = numeric_order(columns.pid_ids.array(), columns.pid.table)
     tid_ids, tids = numeric_order(columns.tid_ids.array(), columns.tid.table)
