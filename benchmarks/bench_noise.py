@@ -1,10 +1,12 @@
 """Do rankings hold on a busy machine? Each model is captured twice, once on an idle machine and
 once while busy-loop processes keep every core busy, and the two `top` tables are compared.
 
-Run: `.venv/bin/python benchmarks/bench_noise.py [--models SUBSTR,...] [--rounds 1] [--steps N]`.
-For each model, per round, the idle capture and the loaded capture alternate (idle first), each a
-real `irprof capture <framework>` in its own child process at the capture's default step count
-(unless `--steps`), then `annotate` at the first level and `top` with the default statistic
+Run: `.venv/bin/python benchmarks/bench_noise.py [--models SUBSTR,...] [--rounds 1] [--steps N]
+[--threads N]`. For each model, per round, the idle capture and the loaded capture alternate
+(idle first), each a real `irprof capture <framework>` in its own child process at the capture's
+default step count (unless `--steps`) and thread count (1 for PyTorch, ONNX, TF and JAX; with
+`--threads N`, N for the captures that have the option, to see what more threads cost), then
+`annotate` at the first level and `top` with the default statistic
 (median step x steps). Load: as many `python -c "while True: pass"` processes as cores, started
 before the loaded capture and stopped right after it. Printed per model: the overlap of the two
 top-10 lists, whether the top-5 are the same ops in the same order, and the largest difference
@@ -26,11 +28,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, cast
 
 from bench_capture import models_of, with_mode
 
 from irprof.api import Run
-from irprof.frameworks import get_all_frameworks
+from irprof.frameworks import CaptureFunction, get_all_frameworks
 from irprof.registry import load_reference
 
 TOP = 10
@@ -61,13 +64,17 @@ def busy_cores(count: int) -> Iterator[None]:
             loop.wait()
 
 
-def ranking(framework: str, script: Path, out: Path, steps: int | None) -> Ranking:
+def ranking(
+    framework: str, script: Path, out: Path, steps: int | None, threads: int | None
+) -> Ranking:
     """Capture, annotate and rank one model (the default statistic, every op)."""
     record = get_all_frameworks().get(framework)
-    options = with_mode(load_reference(record.options)(), script)
+    options = with_mode(cast("type[Any]", load_reference(record.options))(), script)
     if steps is not None:
         options = dataclasses.replace(options, steps=steps)
-    load_reference(record.capture)(script, out, options)
+    if threads is not None and "threads" in {f.name for f in dataclasses.fields(options)}:
+        options = dataclasses.replace(options, threads=threads)
+    cast("CaptureFunction", load_reference(record.capture))(script, out, options)
     run = Run(out)
     run.annotate()
     rows = run.top(limit=None).rows
@@ -96,10 +103,15 @@ def main() -> None:
     parser.add_argument("--models", default="", help="comma-separated substrings of file names")
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--steps", type=int, default=None)
+    parser.add_argument("--threads", type=int, default=None, help="default: the capture's (1)")
+    parser.add_argument("--show", action="store_true", help="also print both top-5 with shares")
     args = parser.parse_args()
     wanted = [part for part in args.models.split(",") if part]
     cores = os.cpu_count() or 1
-    print(f"{cores} cores; load: {cores} busy-loop processes; top-{TOP} compared")
+    threads = "capture default" if args.threads is None else str(args.threads)
+    print(
+        f"{cores} cores; load: {cores} busy-loop processes; threads: {threads}; top-{TOP} compared"
+    )
     print(
         f"{'model':38} {'load idle/busy':>15} {'top-10 overlap':>15} {'top-5 order':>12} "
         f"{'max share diff':>15}"
@@ -111,9 +123,11 @@ def main() -> None:
                 continue
             for _ in range(args.rounds):
                 with tempfile.TemporaryDirectory() as tmp:
-                    idle = ranking(framework, script, Path(tmp) / "idle", args.steps)
+                    idle = ranking(framework, script, Path(tmp) / "idle", args.steps, args.threads)
                     with busy_cores(cores):
-                        loaded = ranking(framework, script, Path(tmp) / "busy", args.steps)
+                        loaded = ranking(
+                            framework, script, Path(tmp) / "busy", args.steps, args.threads
+                        )
                 overlap, same_order, diff = compare(idle, loaded)
                 ok = same_order and diff <= SHARE_TARGET_PP
                 met += ok
@@ -125,6 +139,12 @@ def main() -> None:
                     f"{'' if ok else '   (target missed)'}",
                     flush=True,
                 )
+                if args.show:
+                    for name, side in (("idle", idle), ("busy", loaded)):
+                        listed = ", ".join(
+                            f"{key} {side.share[key]:.1f}%" for key in side.keys[:TOP_ORDER]
+                        )
+                        print(f"  {name}: {listed}", flush=True)
     print(f"targets met (same top-5 order, shares within {SHARE_TARGET_PP} pp): {met}/{total}")
 
 

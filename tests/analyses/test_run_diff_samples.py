@@ -140,6 +140,36 @@ def test_a_single_sample_gives_no_interval(values: tuple[int, ...]) -> None:
     assert bootstrap_delta([one], [many], resamples=200, confidence=0.9, seed=0) is None
 
 
+@pytest.mark.parametrize(
+    ("total_ns", "expected"),
+    [
+        (40, (10, 30)),  # the steps' events exactly: an op that ran its kernels alone
+        (20, (5, 15)),  # half of the steps' events: a fused op's share
+        (41, (8, 25)),  # more than the steps' events: a share of all 50 ns (41/50 of each)
+    ],
+)
+def test_an_untimed_step_before_the_markers_does_not_shrink_the_samples(
+    total_ns: int, expected: tuple[int, int]
+) -> None:
+    """TF's profiler records one untimed step before its markers and its correlator leaves it
+    out of the op's total: a total up to the steps' events is a share of those events (a stall
+    in the untimed step cannot shrink the samples); a larger total counted the outside events
+    too and is a share of all of them. Expected: total x step events / base, rounded."""
+    trace = trace_of(
+        [
+            ("k", 10, 10, KERNEL),  # the untimed step, before any marker
+            ("step", 100, 100, EventKind.STEP),
+            ("k", 100, 10, KERNEL),
+            ("step", 200, 100, EventKind.STEP),
+            ("k", 250, 30, KERNEL),
+        ]
+    )
+    samples, _ = run_samples(trace, [profiled(0, ("k",), total_ns)], steps=2)
+    base = 40 if total_ns <= 40 else 50
+    assert expected == tuple(round(total_ns * step / base) for step in (10, 30))
+    assert samples[0] == Samples("step-markers", expected, 2)
+
+
 def test_a_kernel_at_a_steps_first_nanosecond_belongs_to_that_step() -> None:
     """Boundaries: a kernel starting exactly at a marker's start is in that step; one starting
     exactly at a marker's end (the next step's start) is in the next one."""

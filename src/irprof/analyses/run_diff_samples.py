@@ -96,6 +96,13 @@ def op_samples(
         step = np.searchsorted(starts, ts, side="right") - 1
         inside = (step >= 0) & (ts < ends[np.maximum(step, 0)])
         per_step = np.bincount(step[inside], weights=dur[inside], minlength=len(windows))
+        # A total no larger than the steps' events counted only them (TF's correlator leaves
+        # out the untimed step its profiler session records before the markers): the share is
+        # of the steps' events, or that step (stalled or not) would shrink every sample. A
+        # larger total counted events outside the steps too: the share is of all events.
+        in_steps = int(dur[inside].sum())
+        if 0 < op.profile.total_ns <= in_steps:
+            ratio = op.profile.total_ns / in_steps
         return Samples("step-markers", _scaled(per_step.astype(np.int64), ratio), len(windows))
     if steps >= 2 and all(len(events.ts[name]) % steps == 0 for name in kernels):
         per_step = np.zeros(steps, dtype=np.int64)

@@ -37,9 +37,14 @@ def jax_command(
             "called with mode='train' returning (loss_fn, (params, *batch))."
         ),
     ] = "infer",
+    threads: Annotated[
+        int, typer.Option(help="XLA:CPU threads while profiling (the XLA backend).")
+    ] = 1,
 ) -> None:
     """Lower, compile and profile a jitted JAX function (XLA:CPU and/or IREE) into a run bundle."""
-    options = JaxCaptureOptions(entry=entry, steps=steps, warmup=warmup, backend=backend, mode=mode)
+    options = JaxCaptureOptions(
+        entry=entry, steps=steps, warmup=warmup, backend=backend, mode=mode, threads=threads
+    )
     bundle = capture_jax(script, out, options)
     typer.echo(describe_capture(bundle, side_files="ir/hlo.txt"))
 

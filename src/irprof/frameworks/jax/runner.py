@@ -88,7 +88,14 @@ def collect_trace_files(logdir: Path, dest: Path) -> list[str]:
 
 
 def capture(
-    script: Path, entry: str, steps: int, warmup: int, out: Path, model_label: str, mode: str
+    script: Path,
+    entry: str,
+    steps: int,
+    warmup: int,
+    out: Path,
+    model_label: str,
+    mode: str,
+    threads: int,
 ) -> None:
     """Lower, compile, warm up, time, profile and write the bundle into `out`."""
     script = script.resolve()
@@ -127,6 +134,7 @@ def capture(
         options={
             "warmup": warmup,
             "mode": spec.mode,
+            "threads": threads,
             **training,
             **polymorphic,
             "hlo_text": "ir/hlo.txt",
@@ -154,6 +162,9 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     # bundle's file names portable (`frameworks/jax/paths.py`).
     parser.add_argument("--sys-path-out", type=Path, default=None)
     add_entry_options(parser, MODES)
+    # XLA:CPU's threads; the parent sizes the pools through the environment before jax starts
+    # (`frameworks/jax/capture.py`, THREADS_ENV), this records the number in the manifest.
+    parser.add_argument("--threads", type=int, default=1)
     return parser.parse_args(list(argv))
 
 
@@ -171,6 +182,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             options.out,
             options.model_label or str(options.script),
             options.mode,
+            options.threads,
         )
     except RunnerUsageError as exc:
         print(f"{ERROR_PREFIX}{exc}", file=sys.stderr)

@@ -56,6 +56,9 @@ class TfCaptureOptions:
     # Give the kernels only the untimed reference steps recorded their time there (copied into
     # every timed step, listed as `reference_ns`); off, the reference steps give structure only.
     reference_time: bool = False
+    # TensorFlow's intra-op threads while profiling; ops run one at a time (inter-op 1), so
+    # each op's time is its own and, at 1, does not depend on how many cores are free.
+    threads: int = 1
     timeout_s: float = 600.0
 
     def validate(self) -> None:
@@ -70,6 +73,7 @@ class TfCaptureOptions:
                 self.onednn in ("on", "off", "default"),
                 f"onednn must be on, off or default, not {self.onednn!r}",
             ),
+            (self.threads >= 1, f"--threads must be at least 1 (got {self.threads})"),
             (self.timeout_s > 0, "timeout must be positive"),
         )
         for ok, message in checks:

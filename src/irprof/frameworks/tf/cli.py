@@ -58,6 +58,10 @@ def tf_command(
             "did not record); listed as reference_ns in coverage.",
         ),
     ] = False,
+    threads: Annotated[
+        int,
+        typer.Option(help="TensorFlow intra-op threads while profiling (inter-op: 1)."),
+    ] = 1,
     force: Annotated[bool, typer.Option("--force", help="Replace RUN if it exists.")] = False,
 ) -> None:
     """Trace, dump TF-dialect MLIR and profile a TensorFlow model into a run bundle."""
@@ -72,6 +76,7 @@ def tf_command(
         onednn=onednn,
         eager=eager,
         reference_time=reference_time,
+        threads=threads,
     )
     bundle = capture_tf(script, out, options, force=force)
     manifest = bundle.manifest()

@@ -244,10 +244,20 @@ def onednn_enabled() -> bool:
     return bool(_pywrap_util_port.IsMklEnabled())
 
 
+def configure_threads(threads: int) -> None:
+    """`threads` intra-op threads and one inter-op thread (ops run one at a time), like the
+    PyTorch and ONNX captures: an op's time then does not hinge on how many cores are free.
+    Must run before TensorFlow's runtime starts (the first op or tensor)."""
+    tf.config.threading.set_intra_op_parallelism_threads(threads)
+    tf.config.threading.set_inter_op_parallelism_threads(1)
+
+
 def run(spec: dict[str, Any]) -> dict[str, Any]:
     """Everything the child does; returns the result record."""
     workdir = Path(spec["workdir"])
     script = Path(spec["script"])
+    # Before the script is imported: it may create tensors at import, which starts the runtime.
+    configure_threads(spec["threads"])
     try:
         factory = load_entry(script, spec["entry"], module_name=script.stem)
     except EntryError as error:
