@@ -46,13 +46,12 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_annotate.py
 	$(BIN)/python benchmarks/bench_views.py
 
-# Mutants of the modules listed under [tool.mutmut] in pyproject.toml, run against their unit tests.
-# mutmut forks a child per mutant: MLIR runs single-threaded (a fork after its thread pool hangs).
+# Mutation testing, one module at a time, of the modules whose bugs change numbers users read
+# (benchmarks/mutation_run.py): only those changed since benchmarks/mutation_results.tsv was
+# written; MUTATION_ARGS=--all for every module, MUTATION_ARGS="--module analyses/ranks.py" for
+# one. mutmut forks per mutant: MLIR runs single-threaded (a fork after its thread pool hangs).
 mutation: $(STAMP)
-	rm -rf mutants
-	IRPROF_MLIR_THREADS=0 $(BIN)/mutmut run --max-children $$(nproc) || true
-	$(BIN)/mutmut results --all false > mutation-survivors.txt || true
-	$(BIN)/python benchmarks/mutation_scores.py
+	IRPROF_MLIR_THREADS=0 $(BIN)/python benchmarks/mutation_run.py $(MUTATION_ARGS)
 
 clean:
 	rm -rf $(VENV) $(DEMO) .pytest_cache .mypy_cache .ruff_cache mutants mutation-survivors.txt
