@@ -60,8 +60,10 @@ def test_values_that_are_not_integers_say_how_they_are_stored() -> None:
     assert error_of(lambda: int_column(FILE, "ts", [1.0, 2.5])) == (
         f"{FILE} at field 'ts': values are not integers (stored as float64): row 0 holds '1.0'"
     )
+    # numpy stores the ints as text beside a string; the value named is the string itself.
     assert error_of(lambda: int_column(FILE, "kind", [1, 2, "x" * 50])) == (
-        f"{FILE} at field 'kind': values are not integers (stored as <U50): row 0 holds '1'"
+        f"{FILE} at field 'kind': values are not integers (stored as <U50): "
+        f"row 2 holds '{'x' * 40}'"
     )
     # A mixed object column: the first value that is not an int is named.
     assert error_of(lambda: int_column(FILE, "kind", [1, None, 2])) == (
@@ -118,4 +120,20 @@ def test_index_columns_that_are_not_integers_name_the_file_and_field() -> None:
 def test_two_indexes_outside_say_one_more() -> None:
     assert error_of(lambda: index_column(FILE, "kind", [0, 5, 6], 4, "kinds")) == (
         f"{FILE} at field 'kind': row 1 holds 5, outside the 4 entries of kinds (1 more like it)"
+    )
+
+
+def test_python_ints_numpy_would_store_as_floats_or_objects() -> None:
+    """numpy keeps [2**63, 0] as float64 and [-1, 2**63] too; the error still says the values
+    are integers past int64, naming the exact value. Object arrays of in-range ints convert."""
+    assert error_of(lambda: int_column(FILE, "ts", [LIMIT, 0])) == (
+        f"{FILE} at field 'ts': values are beyond int64: row 0 holds '{LIMIT}'"
+    )
+    assert error_of(lambda: int_column(FILE, "ts", [-1, LIMIT])) == (
+        f"{FILE} at field 'ts': values are beyond int64: row 1 holds '{LIMIT}'"
+    )
+    in_range = int_column(FILE, "ts", np.asarray([1, -LIMIT, LIMIT - 1], dtype=object))
+    assert in_range.dtype == np.int64 and in_range.tolist() == [1, -LIMIT, LIMIT - 1]
+    assert error_of(lambda: int_column(FILE, "ts", [True, False])) == (
+        f"{FILE} at field 'ts': values are not integers (stored as bool): row 0 holds 'True'"
     )

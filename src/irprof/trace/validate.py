@@ -29,25 +29,27 @@ def int_column(path: Path, field: str, values: Any) -> I64:
     array = np.asarray(values)
     if len(array) == 0:
         return np.zeros(0, dtype=np.int64)
-    if array.dtype.kind == "u" and int(array.max()) >= INT64_LIMIT:
-        kind = "beyond int64"
-    elif array.dtype.kind in "iu":
+    if array.dtype.kind == "i" or (array.dtype.kind == "u" and int(array.max()) < INT64_LIMIT):
         return array.astype(np.int64, copy=False)
-    elif array.dtype == object and all(type(value) is int for value in array.tolist()):
+    # numpy stores Python ints past int64 as float64 (up to 2**64) or objects: judge the values.
+    items = values.tolist() if isinstance(values, np.ndarray) else list(values)
+    if all(type(value) is int for value in items):
+        if all(-INT64_LIMIT <= value < INT64_LIMIT for value in items):
+            return np.asarray(items, dtype=np.int64)
         kind = "beyond int64"
     else:
         kind = f"not integers (stored as {array.dtype})"
     bad = next(
         (
             row
-            for row, value in enumerate(array.tolist())
+            for row, value in enumerate(items)
             if type(value) is not int or not -INT64_LIMIT <= value < INT64_LIMIT
         ),
         0,
     )
     raise TraceFormatError(
         path,
-        f"values are {kind}: row {bad} holds {str(array.tolist()[bad])[:40]!r}",
+        f"values are {kind}: row {bad} holds {str(items[bad])[:40]!r}",
         where=f"field '{field}'",
     )
 
