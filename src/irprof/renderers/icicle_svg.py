@@ -113,8 +113,10 @@ class IcicleSvgRenderer:
             label = label or fit_label(cell.node.name, width)
             title = escape(reveal_bidi(cell_title(cell.node, total)))
             parts.append(
-                f'<g class="node cell" id="node-{cell.id}" data-x0="{cell.x0:.6f}" '
-                f'data-x1="{cell.x1:.6f}" data-label={quoteattr(reveal_bidi(cell.node.name))}>'
+                # Exact fractions (repr round-trips): a neighbour's start equals this end, so a
+                # zoom into this cell does not show a rounding sliver of the next one.
+                f'<g class="node cell" id="node-{cell.id}" data-x0="{cell.x0!r}" '
+                f'data-x1="{cell.x1!r}" data-label={quoteattr(reveal_bidi(cell.node.name))}>'
                 f"<title>{title}</title>"
                 f'<rect x="{x:.2f}" y="{cell.depth * ROW}" width="{max(width, 0.5):.2f}" '
                 f'height="{ROW - 1}" fill="{fill}"/>'
