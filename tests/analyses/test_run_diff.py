@@ -104,7 +104,7 @@ def test_a_run_against_itself_changes_nothing(runs: dict[str, RunBundle]) -> Non
         assert not row.significant, row
     assert not diff.slower_by_more_than(0.0)
     text = TABLE.render(diff).decode()
-    assert "jit(mlp)/conv_general_dilated" in text and "jax_mlp.py:35:8" in text
+    assert "jit(mlp)/conv_general_dilated" in text and "jax_mlp.py:38:8" in text
     assert "fusion changes: none" in text
 
 

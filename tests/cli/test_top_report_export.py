@@ -100,7 +100,7 @@ def test_export_perfetto_adds_ir_ops_and_level_tracks(
     conv = next(e for e in ir_slices if e["args"]["op"] == "stablehlo.convolution")
     source = next(e for e in kernels if e["name"] == conv["args"]["kernel"])
     assert (conv["ts"], conv["dur"]) == (source["ts"], source["dur"])
-    assert conv["args"]["location"].startswith("jax_mlp.py:35:")  # the user's conv line
+    assert conv["args"]["location"].startswith("jax_mlp.py:38:")  # the user's conv line
     assert all(abs(e.get("tid", 0)) < 2**53 for e in events)
 
 
