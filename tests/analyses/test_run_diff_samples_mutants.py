@@ -19,36 +19,16 @@ from irprof.analyses.run_diff_samples import (
     method_label,
     run_samples,
 )
-from irprof.opprofile import ProfileData
 from irprof.trace.builder import TraceBuilder
 from irprof.trace.model import EventKind, Trace
+from tests.analyses.test_run_diff_samples import profiled as profiled_op
 
 KERNEL = EventKind.FRAMEWORK_OP
 
 
 def profiled(kernels: tuple[str, ...], total_ns: int) -> ProfiledOp:
-    data = ProfileData(
-        count=1,
-        total_ns=total_ns,
-        mean_ns=total_ns,
-        min_ns=total_ns,
-        max_ns=total_ns,
-        first_ts_ns=0,
-        fraction=0.0,
-        kernels=kernels,
-    )
-    return ProfiledOp(
-        index=0,
-        op_name="tf.Conv2D",
-        function="main",
-        runtime_name="op0",
-        scope="",
-        source="",
-        chain=(),
-        location="",
-        profile=data,
-        trivial=False,
-    )
+    """Op 0 with a profile naming `kernels`."""
+    return profiled_op(0, kernels, total_ns)
 
 
 def test_events_of_interleaved_kernels_stay_with_their_kernel() -> None:

@@ -8,11 +8,7 @@ its threads that did a real share of the CPU time (`/proc/self/task/*/stat`, Lin
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -20,56 +16,25 @@ import pytest
 from irprof.bundle import RunBundle
 from irprof.errors import UsageError
 from irprof.frameworks.jax.capture import JaxCaptureOptions, capture_jax, child_environment
+from tests.frameworks.thread_probe import busy_threads
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "jax_mlp.py"
 
-PROBE = textwrap.dedent(
-    """
-    import json, os
-    import jax, jax.numpy as jnp
+WORKLOAD = """
+import jax, jax.numpy as jnp
 
-    def cpu_ticks():
-        ticks = {}
-        for task in os.listdir("/proc/self/task"):
-            try:
-                stat = open(f"/proc/self/task/{task}/stat").read()
-            except OSError:
-                continue
-            fields = stat[stat.rindex(")") + 2 :].split()
-            ticks[task] = int(fields[11]) + int(fields[12])  # utime + stime
-        return ticks
-
-    @jax.jit
-    def work(a, images, kernel):
-        conv = jax.lax.conv_general_dilated(
-            images, kernel, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")
-        )
-        return a @ a, conv.sum()
-
-    args = (jnp.ones((1024, 1024)), jnp.ones((2, 64, 64, 64)), jnp.ones((3, 3, 64, 64)))
-    jax.block_until_ready(work(*args))
-    before = cpu_ticks()
-    for _ in range(10):
-        jax.block_until_ready(work(*args))
-    after = cpu_ticks()
-    print(json.dumps([after[t] - before.get(t, 0) for t in after]))
-    """
-)
-
-
-def busy_threads(env: dict[str, str]) -> tuple[int, list[int]]:
-    """Threads that did at least a fifth of the child's CPU time, and every thread's ticks."""
-    done = subprocess.run(
-        [sys.executable, "-c", PROBE],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=True,
-        env=env,
+@jax.jit
+def work(a, images, kernel):
+    conv = jax.lax.conv_general_dilated(
+        images, kernel, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")
     )
-    ticks: list[int] = json.loads(done.stdout.strip().splitlines()[-1])
-    total = sum(ticks)
-    return sum(1 for t in ticks if t >= total / 5), sorted(ticks, reverse=True)
+    return a @ a, conv.sum()
+
+args = (jnp.ones((1024, 1024)), jnp.ones((2, 64, 64, 64)), jnp.ones((3, 3, 64, 64)))
+
+def run_once():
+    jax.block_until_ready(work(*args))
+"""
 
 
 def test_threads_below_one_are_refused(tmp_path: Path) -> None:
@@ -95,7 +60,7 @@ def test_xla_computes_on_the_configured_threads(threads: int) -> None:
     pytest.importorskip("jax")
     if (os.cpu_count() or 1) < threads:
         pytest.skip(f"{threads} threads need {threads} cores")
-    busy, ticks = busy_threads(child_environment(threads))
+    busy, ticks = busy_threads(WORKLOAD, env=child_environment(threads))
     if threads == 1:
         assert busy == 1, f"busy threads {busy}, CPU ticks per thread {ticks}"
     else:

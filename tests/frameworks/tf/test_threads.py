@@ -8,11 +8,7 @@ did a real share of the CPU time (`/proc/self/task/*/stat`, Linux).
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -20,56 +16,27 @@ import pytest
 from irprof.cli.main import main
 from irprof.errors import UsageError
 from irprof.frameworks.tf.capture import TfCaptureOptions
+from tests.frameworks.thread_probe import busy_threads
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "tf_cnn.py"
 
-PROBE = textwrap.dedent(
-    """
-    import json, os, sys
-    from irprof.frameworks.tf.runner import configure_threads
-    import tensorflow as tf
+WORKLOAD = """
+import sys
+from irprof.frameworks.tf.runner import configure_threads
+import tensorflow as tf
 
-    configure_threads(int(sys.argv[1]))
+configure_threads(int(sys.argv[1]))
 
-    def cpu_ticks():
-        ticks = {}
-        for task in os.listdir("/proc/self/task"):
-            try:
-                stat = open(f"/proc/self/task/{task}/stat").read()
-            except OSError:
-                continue
-            fields = stat[stat.rindex(")") + 2 :].split()
-            ticks[task] = int(fields[11]) + int(fields[12])  # utime + stime
-        return ticks
+@tf.function
+def work(a, images, kernel):
+    conv = tf.nn.conv2d(images, kernel, 1, "SAME")
+    return tf.matmul(a, a), tf.reduce_sum(conv)
 
-    @tf.function
-    def work(a, images, kernel):
-        conv = tf.nn.conv2d(images, kernel, 1, "SAME")
-        return tf.matmul(a, a), tf.reduce_sum(conv)
+args = (tf.ones((768, 768)), tf.ones((2, 64, 64, 64)), tf.ones((3, 3, 64, 64)))
 
-    args = (tf.ones((768, 768)), tf.ones((2, 64, 64, 64)), tf.ones((3, 3, 64, 64)))
+def run_once():
     [t.numpy() for t in work(*args)]
-    before = cpu_ticks()
-    for _ in range(10):
-        [t.numpy() for t in work(*args)]
-    after = cpu_ticks()
-    print(json.dumps([after[t] - before.get(t, 0) for t in after]))
-    """
-)
-
-
-def busy_threads(threads: int) -> tuple[int, list[int]]:
-    """Threads that did at least a fifth of the child's CPU time, and every thread's ticks."""
-    done = subprocess.run(
-        [sys.executable, "-c", PROBE, str(threads)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=True,
-    )
-    ticks: list[int] = json.loads(done.stdout.strip().splitlines()[-1])
-    total = sum(ticks)
-    return sum(1 for t in ticks if t >= total / 5), sorted(ticks, reverse=True)
+"""
 
 
 def test_threads_below_one_are_refused() -> None:
@@ -97,5 +64,5 @@ def test_tensorflow_computes_on_the_configured_threads(threads: int) -> None:
     pytest.importorskip("tensorflow")
     if (os.cpu_count() or 1) < threads:
         pytest.skip(f"{threads} threads need {threads} cores")
-    busy, ticks = busy_threads(threads)
+    busy, ticks = busy_threads(WORKLOAD, [str(threads)])
     assert busy == threads, f"busy threads {busy}, CPU ticks per thread {ticks}"
