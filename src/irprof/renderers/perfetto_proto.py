@@ -108,9 +108,16 @@ def _annotate(event: Any, name: str, value: Any) -> None:
 
 
 def _json(value: Any) -> str:
+    """`value` as JSON text; ints past 64 bits (legal in a trace's JSON) as the standard
+    library writes them, since orjson refuses them."""
+    import json
+
     import orjson
 
-    return orjson.dumps(value, default=str).decode()
+    try:
+        return orjson.dumps(value, default=str).decode()
+    except TypeError:
+        return json.dumps(value, default=str)
 
 
 def _place(lanes: _Lanes, writer: _Writer, label: str, start: int, end: int) -> int:
