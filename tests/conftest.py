@@ -11,6 +11,11 @@ import pytest
 FIXTURES = Path(__file__).parent / "fixtures"
 REPO = Path(__file__).resolve().parents[1]
 
+# The suite runs dozens of real TF and JAX captures: they may use every core (as the frameworks
+# do by themselves). Users get one thread by default; the tests of that default and of the
+# rankings it protects pass `--threads` or clear the variable themselves.
+os.environ.setdefault("IRPROF_CAPTURE_THREADS", str(os.cpu_count() or 1))
+
 
 @pytest.fixture
 def fixtures() -> Path:

@@ -80,6 +80,7 @@ def stalled_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, TraceSt
     Host level 2 skips the untimed reference window, which the stall does not need."""
     out = tmp_path_factory.mktemp("stall") / "run"
     argv = ["capture", "tf", str(MODEL), "-o", str(out), "--warmup", "1", "--host-level", "2"]
+    argv += ["--threads", "1"]  # the users' default, whatever the suite's IRPROF_CAPTURE_THREADS
     assert main(argv) == 0
     assert main(["annotate", str(out)]) == 0
     return out, read_trace_steps(out)

@@ -66,3 +66,19 @@ def test_tensorflow_computes_on_the_configured_threads(threads: int) -> None:
         pytest.skip(f"{threads} threads need {threads} cores")
     busy, ticks = busy_threads(WORKLOAD, [str(threads)])
     assert busy == threads, f"busy threads {busy}, CPU ticks per thread {ticks}"
+
+
+def test_one_thread_by_default_and_irprof_capture_threads_changes_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("IRPROF_CAPTURE_THREADS", raising=False)
+    assert TfCaptureOptions().threads == 1
+    monkeypatch.setenv("IRPROF_CAPTURE_THREADS", "3")
+    assert TfCaptureOptions().threads == 3
+    for bad in ("0", "two", "-1"):
+        monkeypatch.setenv("IRPROF_CAPTURE_THREADS", bad)
+        with pytest.raises(UsageError, match="IRPROF_CAPTURE_THREADS"):
+            TfCaptureOptions()
+        out = tmp_path / f"run-{bad}"
+        assert main(["capture", "tf", str(EXAMPLE), "-o", str(out)]) == 2
+        assert "IRPROF_CAPTURE_THREADS" in capsys.readouterr().err and not out.exists()

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from irprof.bundle import RunBundle
@@ -18,6 +18,7 @@ from irprof.capture.subprocess_run import (
     model_label,
     run_runner,
 )
+from irprof.capture.threads import default_threads
 from irprof.errors import UsageError
 from irprof.frameworks.iree.backend import BackendPlan, capture_staged
 from irprof.frameworks.jax.paths import SYS_PATH_FILE, make_bundle_portable
@@ -44,8 +45,8 @@ class JaxCaptureOptions:
     backend: str = "xla"  # xla, iree (IREE llvm-cpu on the same StableHLO) or both
     mode: str = "infer"  # infer | train (value_and_grad + SGD, see frameworks/jax/steps_runner.py)
     # XLA:CPU threads while profiling (the XLA backend); at 1 an op's time does not hinge on
-    # how many cores are free, as in the PyTorch and ONNX captures.
-    threads: int = 1
+    # how many cores are free, as in the PyTorch and ONNX captures (IRPROF_CAPTURE_THREADS).
+    threads: int = field(default_factory=default_threads)
 
 
 def child_environment(threads: int, base: Mapping[str, str] | None = None) -> dict[str, str]:

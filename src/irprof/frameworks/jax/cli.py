@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from irprof.capture.describe import describe_capture
+from irprof.capture.threads import default_threads
 from irprof.frameworks.jax.capture import JaxCaptureOptions, capture_jax
 
 
@@ -38,12 +39,21 @@ def jax_command(
         ),
     ] = "infer",
     threads: Annotated[
-        int, typer.Option(help="XLA:CPU threads while profiling (the XLA backend).")
-    ] = 1,
+        int | None,
+        typer.Option(
+            help="XLA:CPU threads while profiling (the XLA backend) [default: 1, or "
+            "IRPROF_CAPTURE_THREADS]."
+        ),
+    ] = None,
 ) -> None:
     """Lower, compile and profile a jitted JAX function (XLA:CPU and/or IREE) into a run bundle."""
     options = JaxCaptureOptions(
-        entry=entry, steps=steps, warmup=warmup, backend=backend, mode=mode, threads=threads
+        entry=entry,
+        steps=steps,
+        warmup=warmup,
+        backend=backend,
+        mode=mode,
+        threads=default_threads() if threads is None else threads,
     )
     bundle = capture_jax(script, out, options)
     typer.echo(describe_capture(bundle, side_files="ir/hlo.txt"))

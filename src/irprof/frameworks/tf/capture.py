@@ -9,7 +9,7 @@ import json
 import os
 import shutil
 import sys
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ from irprof.capture.subprocess_run import (
     run_runner,
     staged_bundle,
 )
+from irprof.capture.threads import default_threads
 from irprof.errors import CaptureError, UsageError
 from irprof.fileio import write_text_atomic
 from irprof.frameworks.tf.paths import make_paths_portable, own_frame_filter, portable_path_mapper
@@ -58,7 +59,7 @@ class TfCaptureOptions:
     reference_time: bool = False
     # TensorFlow's intra-op threads while profiling; ops run one at a time (inter-op 1), so
     # each op's time is its own and, at 1, does not depend on how many cores are free.
-    threads: int = 1
+    threads: int = field(default_factory=default_threads)  # 1 unless IRPROF_CAPTURE_THREADS
     timeout_s: float = 600.0
 
     def validate(self) -> None:

@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from irprof.capture.threads import default_threads
 from irprof.frameworks.tf.capture import TfCaptureOptions, capture_tf
 
 
@@ -59,9 +60,12 @@ def tf_command(
         ),
     ] = False,
     threads: Annotated[
-        int,
-        typer.Option(help="TensorFlow intra-op threads while profiling (inter-op: 1)."),
-    ] = 1,
+        int | None,
+        typer.Option(
+            help="TensorFlow intra-op threads while profiling (inter-op: 1) [default: 1, or "
+            "IRPROF_CAPTURE_THREADS]."
+        ),
+    ] = None,
     force: Annotated[bool, typer.Option("--force", help="Replace RUN if it exists.")] = False,
 ) -> None:
     """Trace, dump TF-dialect MLIR and profile a TensorFlow model into a run bundle."""
@@ -76,7 +80,7 @@ def tf_command(
         onednn=onednn,
         eager=eager,
         reference_time=reference_time,
-        threads=threads,
+        threads=default_threads() if threads is None else threads,
     )
     bundle = capture_tf(script, out, options, force=force)
     manifest = bundle.manifest()
