@@ -19,24 +19,12 @@ from irprof.registry import load_reference
 from irprof.renderers.perfetto_proto import RENDERER, perfetto_trace
 from irprof.trace.builder import TraceBuilder
 from irprof.trace.model import EventKind, Tracks
+from tests.renderers.test_perfetto_proto import annotations as notes_of
+from tests.renderers.test_perfetto_proto import decode
 
 pb = pytest.importorskip("perfetto.protos.perfetto.trace.perfetto_trace_pb2")
 
 MANIFEST = Manifest("tf", "m.py", "e", 1, "cpu", {}, ("tf",), ())
-
-
-def decode(data: bytes) -> Any:
-    trace = pb.Trace()
-    trace.ParseFromString(data)
-    return trace
-
-
-def notes_of(event: Any) -> dict[str, Any]:
-    found: dict[str, Any] = {}
-    for note in event.debug_annotations:
-        kind = note.WhichOneof("value")
-        found[note.name] = getattr(note, kind) if kind else None
-    return found
 
 
 def descriptors(trace: Any) -> dict[int, Any]:
