@@ -88,7 +88,8 @@ def _linalg_names(executable: str, names: tuple[str, ...]) -> set[str]:
     """The `names` found in the locations of the executable's linalg ops, parsed by MLIR."""
     found: set[str] = set()
     with ir.Context():
-        pending = [ir.Module.parse(executable).operation]
+        module = ir.Module.parse(executable)  # owns the ops: keep it alive during the walk
+        pending = [module.operation]
         while pending:
             op = pending.pop()
             if op.name.startswith("linalg."):
