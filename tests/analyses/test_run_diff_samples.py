@@ -80,7 +80,8 @@ def test_without_markers_consecutive_occurrences_are_steps() -> None:
     trace = trace_of([("k", t, d, KERNEL) for t, d in ((0, 10), (100, 30), (200, 50))])
     samples, markers = run_samples(trace, [profiled(0, ("k",), 90)], steps=3)
     assert markers == 0
-    assert samples[0] == Samples("occurrence", (10, 30, 50), 3)
+    # One run per step: the typical step is the median of the three runs.
+    assert samples[0] == Samples("occurrence", (10, 30, 50), 3, typical_ns=30.0)
 
 
 def test_events_that_do_not_divide_into_steps_are_resampled_one_by_one() -> None:
@@ -167,7 +168,9 @@ def test_an_untimed_step_before_the_markers_does_not_shrink_the_samples(
     samples, _ = run_samples(trace, [profiled(0, ("k",), total_ns)], steps=2)
     base = 40 if total_ns <= 40 else 50
     assert expected == tuple(round(total_ns * step / base) for step in (10, 30))
-    assert samples[0] == Samples("step-markers", expected, 2)
+    assert samples[0].values == expected
+    # One event per step: the typical step is their median, 20 ns, scaled alike.
+    assert samples[0].typical_ns == pytest.approx(20 * total_ns / base)
 
 
 def test_a_kernel_at_a_steps_first_nanosecond_belongs_to_that_step() -> None:
@@ -185,3 +188,41 @@ def test_a_kernel_at_a_steps_first_nanosecond_belongs_to_that_step() -> None:
     )
     samples, _ = run_samples(trace, [profiled(0, ("k",), 48)], steps=2)
     assert samples[0] == Samples("step-markers", (10, 31), 2)
+
+
+def _loop_trace(durations: list[list[int]]) -> Trace:
+    """Step markers 1,000 ns apart, each holding its row of back-to-back `body` events."""
+    events: list[tuple[str, int, int, EventKind]] = []
+    for step, row in enumerate(durations):
+        start = 1_000 * (step + 1)
+        events.append(("step", start, 1_000, EventKind.STEP))
+        for duration in row:
+            events.append(("body", start, duration, KERNEL))
+            start += duration
+    return trace_of(events)
+
+
+def test_a_preempted_loop_iteration_moves_one_matched_median_not_the_typical_step() -> None:
+    """A loop body runs 4 times a step; each of 3 steps has one preempted iteration, each time
+    a different one. Every step's sum is inflated, so the median step is too; matching the
+    i-th iteration across steps leaves each median at the body's 10 ns."""
+    rows = [[90, 10, 10, 10], [10, 10, 90, 10], [10, 10, 10, 90]]
+    samples, _ = run_samples(_loop_trace(rows), [profiled(0, ("body",), 360)], steps=3)
+    assert samples[0].values == (120, 120, 120)
+    expected = sum(sorted(column)[1] for column in zip(*rows, strict=True))  # brute force
+    assert samples[0].typical_ns == expected == 40
+
+
+def test_steps_with_different_iteration_counts_have_no_typical_step() -> None:
+    """Matching needs the same count in every step: 4, 4 and 3 iterations cannot be paired."""
+    rows = [[10, 10, 10, 10], [10, 10, 10, 10], [10, 10, 10]]
+    samples, _ = run_samples(_loop_trace(rows), [profiled(0, ("body",), 110)], steps=3)
+    assert samples[0].values == (40, 40, 30)
+    assert samples[0].typical_ns is None
+
+
+def test_the_typical_step_of_a_shared_kernel_is_scaled_by_the_ops_share() -> None:
+    """An op with a quarter of its kernel's events gets a quarter of the matched medians."""
+    rows = [[30, 50], [10, 70], [20, 60]]
+    samples, _ = run_samples(_loop_trace(rows), [profiled(0, ("body",), 60)], steps=3)
+    assert samples[0].typical_ns == pytest.approx((20 + 60) * 60 / 240)

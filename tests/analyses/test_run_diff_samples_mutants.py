@@ -142,13 +142,16 @@ def test_nested_step_markers_count_once_per_outer_step() -> None:
     steps = [(0, 100), (10, 40), (100, 100), (110, 40)]  # a marker inside each step
     kernels = [("k", 60, 10), ("k", 150, 5)]
     op = profiled(("k",), 15)
-    assert samples_of(steps, kernels, op, 2) == Samples("step-markers", (10, 5), 2)
+    # One event per outer step: the typical step is the median of 10 and 5.
+    assert samples_of(steps, kernels, op, 2) == Samples("step-markers", (10, 5), 2, 7.5)
 
 
 def test_two_steps_without_markers_split_each_kernels_runs_and_add_the_kernels() -> None:
     kernels = [("a", 0, 1), ("b", 5, 10), ("a", 100, 2), ("b", 105, 20)]
     op = profiled(("a", "b"), 1 + 10 + 2 + 20)
-    assert samples_of([], kernels, op, 2) == Samples("occurrence", (1 + 10, 2 + 20), 2)
+    # Each kernel once per step: the typical step adds the kernels' medians.
+    typical = (1 + 2) / 2 + (10 + 20) / 2
+    assert samples_of([], kernels, op, 2) == Samples("occurrence", (1 + 10, 2 + 20), 2, typical)
 
 
 def test_kernels_with_no_time_leave_the_profile_and_one_nanosecond_does_not() -> None:

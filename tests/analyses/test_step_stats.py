@@ -255,3 +255,92 @@ def test_noise_record_reads_load_cpus_and_steal(tmp_path: Path) -> None:
 def test_unknown_stat_is_a_usage_error() -> None:
     with pytest.raises(UsageError, match="--stat 'p99'"):
         parse_stat("p99")
+
+
+LOOP_STEPS = 5
+ITERATIONS = 4
+BODY_NS = 100_000  # an iteration of the loop body
+PREEMPTED_NS = 2_000_000  # one iteration per step, a different one each step, ran this long
+CONV_NS = 600_000  # the conv's one event per step
+
+
+def preempted_loop_trace(*, ragged: bool = False) -> Trace:
+    """Every step: `conv` once, then the loop body 4 times, iteration `step % 4` preempted
+    (`ragged`: the last step runs the body 3 times)."""
+    builder = TraceBuilder()
+    track = builder.track(1, 1, "host", "main")
+    for step in range(LOOP_STEPS):
+        start = step * STEP_NS
+        builder.add(start, STEP_NS - 1_000, track, "ProfilerStep", EventKind.STEP)
+        builder.add(start + 1_000, CONV_NS, track, "conv_kernel", EventKind.FRAMEWORK_OP)
+        cursor = start + 2_000 + CONV_NS
+        iterations = ITERATIONS - 1 if ragged and step == LOOP_STEPS - 1 else ITERATIONS
+        for iteration in range(iterations):
+            duration = PREEMPTED_NS if iteration == step % ITERATIONS else BODY_NS
+            builder.add(cursor, duration, track, "body_kernel", EventKind.FRAMEWORK_OP)
+            cursor += duration + 1_000
+    return builder.build()
+
+
+def loop_ops(trace: Trace) -> list[ProfiledOp]:
+    """`conv` and `loop` (kind `test.op` both), each holding all of its kernel's events."""
+    ops = []
+    for index, name in enumerate(("conv", "body")):
+        rows = [r for r in range(len(trace.ts_ns)) if trace.name_of(r) == f"{name}_kernel"]
+        durations = [int(trace.dur_ns[r]) for r in rows]
+        data = ProfileData.from_durations(
+            durations, 0, sum(durations), kernels=[f"{name}_kernel"], source="test"
+        )
+        ops.append(
+            ProfiledOp(
+                index=index,
+                op_name="test.op",
+                function="main",
+                runtime_name=name,
+                scope="",
+                source=f"model.py:{index + 1}:1",
+                chain=(),
+                location=name,
+                profile=data,
+                trivial=False,
+            )
+        )
+    return ops
+
+
+def test_a_loop_preempted_once_every_step_is_ranked_by_its_typical_iterations() -> None:
+    """Each step's loop time holds one preempted iteration, so its median step (3 x 100 us +
+    2 ms) outranks the conv's 600 us; matched iteration by iteration the loop takes 4 x 100 us
+    a step and ranks below the conv. The sums still hold every preempted iteration."""
+    trace = preempted_loop_trace()
+    ops = loop_ops(trace)
+    samples = load_step_samples(trace, ops, LOOP_STEPS)
+    loop_step = (ITERATIONS - 1) * BODY_NS + PREEMPTED_NS
+    assert samples.values[1] == (loop_step,) * LOOP_STEPS
+    table = hotspots(ops, samples=samples.values, typical=samples.typical, stat="median")
+    assert [row.key for row in table.rows] == ["conv", "body"]
+    by_key = {row.key: row for row in table.rows}
+    assert by_key["body"].stat_ns == ITERATIONS * BODY_NS * LOOP_STEPS
+    assert by_key["conv"].stat_ns == CONV_NS * LOOP_STEPS
+    assert by_key["body"].total_ns == loop_step * LOOP_STEPS
+    # Without the typical steps, the median of the per-step sums ranks the loop first.
+    plain = hotspots(ops, samples=samples.values, stat="median")
+    assert [row.key for row in plain.rows] == ["body", "conv"]
+    # A row of both ops (by kind) adds their typical steps.
+    [kind] = hotspots(ops, by="type", samples=samples.values, typical=samples.typical).rows
+    assert kind.stat_ns == (ITERATIONS * BODY_NS + CONV_NS) * LOOP_STEPS
+
+
+def test_a_loop_whose_steps_ran_different_iteration_counts_keeps_the_median_step() -> None:
+    """Iterations cannot be matched when a step ran fewer: the loop's median is its median
+    per-step sum, and a row holding it and the conv falls back to the summed steps."""
+    trace = preempted_loop_trace(ragged=True)
+    ops = loop_ops(trace)
+    samples = load_step_samples(trace, ops, LOOP_STEPS)
+    assert 1 not in samples.typical and 0 in samples.typical
+    table = hotspots(ops, samples=samples.values, typical=samples.typical, stat="median")
+    body = next(row for row in table.rows if row.key == "body")
+    assert body.stat_ns == statistics.median(samples.values[1]) * LOOP_STEPS
+    [kind] = hotspots(ops, by="type", samples=samples.values, typical=samples.typical).rows
+    summed = [a + b for a, b in zip(samples.values[0], samples.values[1], strict=True)]
+    assert kind.stat_ns == round(statistics.median(summed) * LOOP_STEPS)

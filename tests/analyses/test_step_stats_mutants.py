@@ -121,5 +121,5 @@ def test_two_steps_are_enough_for_per_step_samples() -> None:
         chain=(), location="", profile=data, trivial=False,
     )  # fmt: skip
     assert load_step_samples(builder.build(), [op], 2) == StepSamples(
-        {0: (7, 9)}, 2, "step-markers"
+        {0: (7, 9)}, 2, "step-markers", {0: (7 + 9) / 2}
     )

@@ -120,7 +120,7 @@ def _merge(
     ops: list[ProfiledOp],
     *,
     single: bool,
-    samples: Mapping[int, Sequence[int]],
+    samples: _RowSamples,
     stat: Stat,
     group: str = "",
 ) -> HotspotRow:
@@ -151,21 +151,37 @@ def _merge(
     )
 
 
+@dataclass(frozen=True)
+class _RowSamples:
+    """Per-step times by op index, and the typical step (`Samples.typical_ns`) of the ops
+    whose events could be matched step to step."""
+
+    values: Mapping[int, Sequence[int]]
+    typical: Mapping[int, float]
+
+
 def _step_fields(
-    ops: Sequence[ProfiledOp], samples: Mapping[int, Sequence[int]], stat: Stat, total: int
+    ops: Sequence[ProfiledOp], samples: _RowSamples, stat: Stat, total: int
 ) -> dict[str, Any]:
     """A row's per-step times (the elementwise sum of its ops' samples), their spread and the
-    row's `stat_ns`; an op without samples adds its attributed total to `stat_ns`."""
+    row's `stat_ns`; an op without samples adds its attributed total to `stat_ns`. The median
+    of a row whose every sampled op has a typical step is the sum of these typical steps (a
+    median taken event by event) times the steps."""
     per_step: list[int] = []
     unsampled = 0
+    sampled: list[int] = []
     for op in ops:
-        values = samples.get(op.index)
+        values = samples.values.get(op.index)
         if values is None:
             unsampled += op.total_ns
             continue
+        sampled.append(op.index)
         per_step = [a + b for a, b in zip(per_step or [0] * len(values), values, strict=True)]
     if not per_step or stat == "sum":
         fields: dict[str, Any] = {"stat_ns": total}
+    elif stat == "median" and all(index in samples.typical for index in sampled):
+        typical = sum(samples.typical[index] for index in sampled)
+        fields = {"stat_ns": round(typical * len(per_step)) + unsampled}
     else:
         fields = {"stat_ns": stat_estimate(per_step, stat, total) + unsampled}
     if per_step:
@@ -204,6 +220,7 @@ def hotspots(
     level: str = "",
     samples: Mapping[int, Sequence[int]] | None = None,
     stat: Stat = "median",
+    typical: Mapping[int, float] | None = None,
 ) -> HotspotTable:
     """Annotated ops (or their rollup by kind or scope) ranked by `stat` of their time.
 
@@ -214,7 +231,9 @@ def hotspots(
 
     `samples`: per-step times by op index (`step_stats.load_step_samples`), which give each
     row its spread and `stat` (median, min or mean step times the steps); without them rows
-    are ranked by their sum, and the table says so. `total_ns` is always the sum.
+    are ranked by their sum, and the table says so. `total_ns` is always the sum. `typical`:
+    the ops' typical steps (`StepSamples.typical`), which the median uses where every op of a
+    row has one.
     """
     if by not in _KEYS:
         raise UsageError(f"cannot group hotspots by {by!r}; choose one of {', '.join(GROUP_BYS)}")
@@ -225,14 +244,14 @@ def hotspots(
     for op in ops:
         if op.profile is not None and not op.inclusive:
             groups.setdefault(key_of(op), []).append(op)
-    samples = samples or {}
+    row_samples = _RowSamples(samples or {}, typical or {})
     used: Stat = stat if samples else "sum"
     note = "" if used == stat else "no per-step samples (no step markers): the sum instead"
     if by == "op" and not expand_groups:
-        rows = _collapsed_rows(groups, samples, used)
+        rows = _collapsed_rows(groups, row_samples, used)
     else:
         rows = [
-            _merge(key, members, single=by == "op", samples=samples, stat=used)
+            _merge(key, members, single=by == "op", samples=row_samples, stat=used)
             for key, members in groups.items()
         ]
     if by == "op":
@@ -265,7 +284,7 @@ def hotspots(
 
 
 def _collapsed_rows(
-    groups: dict[str, list[ProfiledOp]], samples: Mapping[int, Sequence[int]], stat: Stat
+    groups: dict[str, list[ProfiledOp]], samples: _RowSamples, stat: Stat
 ) -> list[HotspotRow]:
     """Op rows, with the members of one event group merged into one row."""
     rows: list[HotspotRow] = []

@@ -172,6 +172,7 @@ def _level_report(
             expand_groups=expand_groups,
             samples=ranking.samples.values,
             stat=ranking.stat,
+            typical=ranking.samples.typical,
         )
         return dataclasses.replace(ranked, noise=noise)
 

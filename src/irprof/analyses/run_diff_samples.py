@@ -28,6 +28,9 @@ class Samples:
     method: SampleMethod
     values: tuple[int, ...]  # ns per step (step methods) or per event (event-bootstrap)
     divisor: int  # steps the values are spread over (len(values) for the step methods)
+    # Step methods, when every step ran each of the op's kernels the same number of times: the
+    # sum over the kernels' events, taken in step order, of each event's median over the steps.
+    typical_ns: float | None = None
 
     @property
     def per_step_ns(self) -> float:
@@ -73,6 +76,24 @@ def _scaled(values: I64, ratio: float) -> tuple[int, ...]:
     return tuple(round(float(v) * ratio) for v in values.tolist())
 
 
+def event_medians(step: I64, kernel: I64, dur: I64, steps: int) -> float | None:
+    """A typical step of events: for each kernel, its i-th event of a step is matched with the
+    i-th of every other step (a step runs the same program), and the medians of these matched
+    durations are summed. One preempted iteration of a loop then moves one median, not the
+    step's time. None when some kernel ran a different number of times in different steps
+    (the matching would pair unrelated events). `step` (0-based, nondecreasing per kernel),
+    `kernel` and `dur` describe the events inside the steps."""
+    total = 0.0
+    for index in np.unique(kernel).tolist():
+        mine = kernel == index
+        counts = np.bincount(step[mine], minlength=steps)
+        if counts.min() != counts.max():
+            return None
+        matrix = dur[mine][np.argsort(step[mine], kind="stable")].reshape(steps, int(counts[0]))
+        total += float(np.median(matrix, axis=0).sum())
+    return total
+
+
 def op_samples(
     op: ProfiledOp,
     events: _KernelEvents,
@@ -90,6 +111,7 @@ def op_samples(
     ratio = op.profile.total_ns / measured
     ts = np.concatenate([events.ts[name] for name in kernels])
     dur = np.concatenate([events.dur[name] for name in kernels])
+    kernel = np.repeat(np.arange(len(kernels)), [len(events.ts[name]) for name in kernels])
     if len(windows) >= 2:
         starts = np.asarray([start for start, _ in windows], dtype=np.int64)
         ends = np.asarray([end for _, end in windows], dtype=np.int64)
@@ -103,13 +125,25 @@ def op_samples(
         in_steps = int(dur[inside].sum())
         if 0 < op.profile.total_ns <= in_steps:
             ratio = op.profile.total_ns / in_steps
-        return Samples("step-markers", _scaled(per_step.astype(np.int64), ratio), len(windows))
+        typical = event_medians(step[inside], kernel[inside], dur[inside], len(windows))
+        return Samples(
+            "step-markers",
+            _scaled(per_step.astype(np.int64), ratio),
+            len(windows),
+            None if typical is None else typical * ratio,
+        )
     if steps >= 2 and all(len(events.ts[name]) % steps == 0 for name in kernels):
-        per_step = np.zeros(steps, dtype=np.int64)
-        for name in kernels:
-            chunks = np.split(events.dur[name], steps)  # time order: consecutive runs = steps
-            per_step += np.asarray([int(chunk.sum()) for chunk in chunks], dtype=np.int64)
-        return Samples("occurrence", _scaled(per_step, ratio), steps)
+        # Time order: consecutive runs of each kernel are the steps.
+        step = np.concatenate([np.repeat(np.arange(steps), len(events.ts[name]) // steps)
+                               for name in kernels])  # fmt: skip
+        per_step = np.bincount(step, weights=dur, minlength=steps).astype(np.int64)
+        typical = event_medians(step, kernel, dur, steps)
+        return Samples(
+            "occurrence",
+            _scaled(per_step, ratio),
+            steps,
+            None if typical is None else typical * ratio,
+        )
     return Samples("event-bootstrap", _scaled(dur, ratio), max(steps, 1))
 
 
@@ -135,7 +169,10 @@ def combine(samples: Sequence[Samples]) -> tuple[Samples, ...]:
         item.method in STEP_METHODS and len(item.values) == len(first.values) for item in present
     ):
         summed = np.sum([np.asarray(item.values, dtype=np.int64) for item in present], axis=0)
-        return (Samples(first.method, tuple(int(v) for v in summed.tolist()), first.divisor),)
+        typicals = [item.typical_ns for item in present]
+        typical = None if None in typicals else sum(t for t in typicals if t is not None)
+        values = tuple(int(v) for v in summed.tolist())
+        return (Samples(first.method, values, first.divisor, typical),)
     return tuple(present)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from irprof.analyses.profiled_ops import ProfiledOp
@@ -53,6 +53,8 @@ class StepSamples:
     values: Mapping[int, tuple[int, ...]]
     steps: int  # steps the samples cover (0: no per-step samples)
     method: str  # "step-markers", "occurrence" or "none"
+    # Per op: its typical step, event by event (`run_diff_samples.Samples.typical_ns`).
+    typical: Mapping[int, float] = field(default_factory=dict)
 
 
 NO_STEP_SAMPLES = StepSamples({}, 0, "none")
@@ -76,7 +78,10 @@ def load_step_samples(trace: Trace, ops: Sequence[ProfiledOp], steps: int) -> St
     }
     if not values:
         return NO_STEP_SAMPLES
-    return StepSamples(values, len(first.values), first.method)
+    typical = {
+        index: typical_ns for index in values if (typical_ns := kept[index].typical_ns) is not None
+    }
+    return StepSamples(values, len(first.values), first.method, typical)
 
 
 def bundle_step_samples(bundle: RunBundle, ops: Sequence[ProfiledOp]) -> StepSamples:

@@ -60,6 +60,7 @@ def load_top_view(
         level=loaded.level,
         samples=samples.values,
         stat=stat,
+        typical=samples.typical,
     )
     noise = bundle.manifest().options.get("noise")
     table = replace(table, noise=noise_verdict(step_totals(samples), noise))
