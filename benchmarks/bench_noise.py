@@ -2,7 +2,10 @@
 once while busy-loop processes keep every core busy, and the two `top` tables are compared.
 
 Run: `.venv/bin/python benchmarks/bench_noise.py [--models SUBSTR,...] [--rounds 1] [--steps N]
-[--threads N]`. For each model, per round, the idle capture and the loaded capture alternate
+[--threads N] [--stat median] [--keep DIR | --rerank DIR]`. `--keep` leaves each pair of bundles in
+`DIR/<framework>_<model>_<round>/{idle,busy}`; `--rerank` ranks such kept bundles again
+without capturing (to compare statistics or a changed ranking on the same captures). For each
+model, per round, the idle capture and the loaded capture alternate
 (idle first), each a real `irprof capture <framework>` in its own child process at the capture's
 default step count (unless `--steps`) and thread count (1 for PyTorch, ONNX, TF and JAX; with
 `--threads N`, N for the captures that have the option, to see what more threads cost), then
@@ -19,7 +22,9 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -32,12 +37,15 @@ from typing import Any, cast
 
 from bench_capture import models_of, with_mode
 
+from irprof.analyses.step_stats import Stat, parse_stat
 from irprof.api import Run
+from irprof.bundle import RunBundle
 from irprof.frameworks import CaptureFunction, get_all_frameworks
 from irprof.registry import load_reference
 
 TOP = 10
 TOP_ORDER = 5
+GROUP_SUFFIX = re.compile(r" \+\d+ ops$")
 SHARE_TARGET_PP = 2.0
 
 
@@ -47,7 +55,7 @@ class Ranking:
 
     keys: tuple[str, ...]
     share: dict[str, float]
-    load: float  # 1-minute load average when the capture ended
+    load: float  # 1-minute load average when the capture ended (its manifest's noise record)
 
 
 @contextmanager
@@ -64,10 +72,10 @@ def busy_cores(count: int) -> Iterator[None]:
             loop.wait()
 
 
-def ranking(
+def capture(
     framework: str, script: Path, out: Path, steps: int | None, threads: int | None
-) -> Ranking:
-    """Capture, annotate and rank one model (the default statistic, every op)."""
+) -> None:
+    """Capture and annotate one model (at the capture's defaults unless given)."""
     record = get_all_frameworks().get(framework)
     options = with_mode(cast("type[Any]", load_reference(record.options))(), script)
     if steps is not None:
@@ -75,15 +83,20 @@ def ranking(
     if threads is not None and "threads" in {f.name for f in dataclasses.fields(options)}:
         options = dataclasses.replace(options, threads=threads)
     cast("CaptureFunction", load_reference(record.capture))(script, out, options)
-    run = Run(out)
-    run.annotate()
-    rows = run.top(limit=None).rows
+    Run(out).annotate()
+
+
+def ranking(out: Path, stat: Stat = "median") -> Ranking:
+    """Rank an annotated bundle's ops (by `stat`, the default statistic unless given)."""
+    rows = Run(out).top(limit=None, stat=stat).rows
     total = sum(row.stat_ns for row in rows) or 1
     # Two rows may share a name (the same primitive in two places): the op's walk index, the
-    # same in both captures of one model, tells them apart.
-    keys = tuple(f"{row.key} #{row.op_index}" for row in rows)
+    # same in both captures of one model, tells them apart. A fused group's label counts its
+    # other members (`+2 ops`), which an op with no time in one capture changes: left out.
+    keys = tuple(f"{GROUP_SUFFIX.sub('', row.key)} #{row.op_index}" for row in rows)
     shares = {key: 100.0 * row.stat_ns / total for key, row in zip(keys, rows, strict=True)}
-    return Ranking(keys, shares, os.getloadavg()[0])
+    noise = RunBundle(out).manifest().options.get("noise") or {}
+    return Ranking(keys, shares, float(noise.get("load_1m_after", math.nan)))
 
 
 def compare(idle: Ranking, loaded: Ranking) -> tuple[int, bool, float]:
@@ -105,6 +118,10 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=None)
     parser.add_argument("--threads", type=int, default=None, help="default: the capture's (1)")
     parser.add_argument("--show", action="store_true", help="also print both top-5 with shares")
+    parser.add_argument("--stat", type=parse_stat, default="median", help="median|sum|min|mean")
+    kept = parser.add_mutually_exclusive_group()
+    kept.add_argument("--keep", type=Path, help="leave the bundles in this folder")
+    kept.add_argument("--rerank", type=Path, help="rank the bundles --keep left here again")
     args = parser.parse_args()
     wanted = [part for part in args.models.split(",") if part]
     cores = os.cpu_count() or 1
@@ -121,13 +138,23 @@ def main() -> None:
         for script in models_of(framework):
             if wanted and not any(part in script.name for part in wanted):
                 continue
-            for _ in range(args.rounds):
-                with tempfile.TemporaryDirectory() as tmp:
-                    idle = ranking(framework, script, Path(tmp) / "idle", args.steps, args.threads)
-                    with busy_cores(cores):
-                        loaded = ranking(
-                            framework, script, Path(tmp) / "busy", args.steps, args.threads
-                        )
+            for round_ in range(args.rounds):
+                name = f"{framework}_{script.stem}_{round_}"
+                if args.rerank is not None:
+                    if not (args.rerank / name / "busy").is_dir():
+                        continue
+                    idle, loaded = (
+                        ranking(args.rerank / name / "idle"),
+                        ranking(args.rerank / name / "busy"),
+                    )
+                else:
+                    with tempfile.TemporaryDirectory() as tmp:
+                        folder = args.keep / name if args.keep else Path(tmp)
+                        capture(framework, script, folder / "idle", args.steps, args.threads)
+                        idle = ranking(folder / "idle", args.stat)
+                        with busy_cores(cores):
+                            capture(framework, script, folder / "busy", args.steps, args.threads)
+                        loaded = ranking(folder / "busy", args.stat)
                 overlap, same_order, diff = compare(idle, loaded)
                 ok = same_order and diff <= SHARE_TARGET_PP
                 met += ok
