@@ -2,7 +2,20 @@
 
 from __future__ import annotations
 
-from irprof.capture.step_overhead import Conditions, StepTimes, measure_overhead
+from pathlib import Path
+
+import pytest
+
+from irprof.capture.step_overhead import (
+    ROUNDS,
+    ROUNDS_VARIABLE,
+    Conditions,
+    StepTimes,
+    measure_overhead,
+    overhead_rounds,
+)
+from irprof.cli.main import main
+from irprof.errors import UsageError
 
 
 def test_rounds_rotate_the_order_and_irprof_includes_the_timed_window() -> None:
@@ -38,3 +51,47 @@ def test_rounds_rotate_the_order_and_irprof_includes_the_timed_window() -> None:
     assert record["irprof_ns"] == 1
     assert record["timed_window_ns"] == 1
     assert "rotated" in record["order"]
+
+
+def _counting_conditions(calls: list[str]) -> Conditions:
+    def block(name: str) -> StepTimes:
+        def run() -> list[int]:
+            calls.append(name)
+            return [1]
+
+        return run
+
+    return Conditions(bare=block("bare"), profiler=block("profiler"), irprof=block("irprof"))
+
+
+@pytest.mark.parametrize(("value", "rounds"), [(None, ROUNDS), ("1", 1), (" 2 ", 2)])
+def test_irprof_overhead_rounds_sets_the_rounds(
+    monkeypatch: pytest.MonkeyPatch, value: str | None, rounds: int
+) -> None:
+    """Each round runs every condition once: the block count is 3 x the rounds."""
+    if value is None:
+        monkeypatch.delenv(ROUNDS_VARIABLE, raising=False)
+    else:
+        monkeypatch.setenv(ROUNDS_VARIABLE, value)
+    calls: list[str] = []
+    measure_overhead(_counting_conditions(calls), lambda: [1], steps=1)
+    assert len(calls) == 3 * rounds
+    assert ROUNDS == 5
+
+
+@pytest.mark.parametrize("bad", ["0", "-1", "five", "1.5"])
+def test_a_bad_irprof_overhead_rounds_stops_the_capture_before_its_child(
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    bad: str,
+) -> None:
+    monkeypatch.setenv(ROUNDS_VARIABLE, bad)
+    with pytest.raises(UsageError, match=ROUNDS_VARIABLE):
+        overhead_rounds()
+    script = tmp_path / "model.py"
+    script.write_text("")
+    out = tmp_path / "run"
+    assert main(["capture", "torch", str(script), "-o", str(out)]) == 2
+    assert f"{ROUNDS_VARIABLE}={bad!r}" in capsys.readouterr().err
+    assert not out.exists()

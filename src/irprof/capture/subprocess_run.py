@@ -16,6 +16,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 from irprof.bundle import RunBundle
+from irprof.capture.step_overhead import overhead_rounds
 from irprof.errors import CaptureError, IrprofError, UsageError
 from irprof.progress import stage
 
@@ -32,6 +33,7 @@ def check_capture_arguments(script: Path, out: Path, *, steps: int, warmup: int)
         raise UsageError(f"--steps must be at least 1 (got {steps})")
     if warmup < 0:
         raise UsageError(f"--warmup must be 0 or more (got {warmup})")
+    overhead_rounds()  # a bad IRPROF_OVERHEAD_ROUNDS stops here, not in the child
     if out.exists() and not out.is_dir():
         raise UsageError(f"{out}: exists and is not a directory")
     if out.is_dir() and any(out.iterdir()) and not RunBundle(out).manifest_path.is_file():
