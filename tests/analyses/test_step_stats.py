@@ -64,12 +64,19 @@ def stalled_trace(*, markers: bool = True) -> Trace:
 
 def profiled(index: int, name: str, profiled_ns: int) -> ProfiledOp:
     """An op whose profile holds every event of its kernel (as a correlator writes it)."""
+    return kernel_op(index, name, per_step_ns(name), profiled_ns, kind=f"test.{name}")
+
+
+def kernel_op(
+    index: int, name: str, durations: list[int], profiled_ns: int, *, kind: str
+) -> ProfiledOp:
+    """Op `name` of `kind` whose profile holds `durations`, the events of `<name>_kernel`."""
     data = ProfileData.from_durations(
-        per_step_ns(name), 0, profiled_ns, kernels=[f"{name}_kernel"], source="test"
+        durations, 0, profiled_ns, kernels=[f"{name}_kernel"], source="test"
     )
     return ProfiledOp(
         index=index,
-        op_name=f"test.{name}",
+        op_name=kind,
         function="main",
         runtime_name=name,
         scope="",
@@ -288,23 +295,7 @@ def loop_ops(trace: Trace) -> list[ProfiledOp]:
     for index, name in enumerate(("conv", "body")):
         rows = [r for r in range(len(trace.ts_ns)) if trace.name_of(r) == f"{name}_kernel"]
         durations = [int(trace.dur_ns[r]) for r in rows]
-        data = ProfileData.from_durations(
-            durations, 0, sum(durations), kernels=[f"{name}_kernel"], source="test"
-        )
-        ops.append(
-            ProfiledOp(
-                index=index,
-                op_name="test.op",
-                function="main",
-                runtime_name=name,
-                scope="",
-                source=f"model.py:{index + 1}:1",
-                chain=(),
-                location=name,
-                profile=data,
-                trivial=False,
-            )
-        )
+        ops.append(kernel_op(index, name, durations, sum(durations), kind="test.op"))
     return ops
 
 
