@@ -143,10 +143,8 @@ def main() -> None:
                 if args.rerank is not None:
                     if not (args.rerank / name / "busy").is_dir():
                         continue
-                    idle, loaded = (
-                        ranking(args.rerank / name / "idle"),
-                        ranking(args.rerank / name / "busy"),
-                    )
+                    idle = ranking(args.rerank / name / "idle", args.stat)
+                    loaded = ranking(args.rerank / name / "busy", args.stat)
                 else:
                     with tempfile.TemporaryDirectory() as tmp:
                         folder = args.keep / name if args.keep else Path(tmp)
@@ -167,11 +165,11 @@ def main() -> None:
                     flush=True,
                 )
                 if args.show:
-                    for name, side in (("idle", idle), ("busy", loaded)):
+                    for label, side in (("idle", idle), ("busy", loaded)):
                         listed = ", ".join(
                             f"{key} {side.share[key]:.1f}%" for key in side.keys[:TOP_ORDER]
                         )
-                        print(f"  {name}: {listed}", flush=True)
+                        print(f"  {label}: {listed}", flush=True)
     print(f"targets met (same top-5 order, shares within {SHARE_TARGET_PP} pp): {met}/{total}")
 
 
