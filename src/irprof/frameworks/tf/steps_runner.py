@@ -7,6 +7,7 @@ Design notes: docs/tensorflow.md, "Module notes", `frameworks/tf/steps_runner.py
 
 from __future__ import annotations
 
+import shutil
 import socket
 import tempfile
 import threading
@@ -25,6 +26,9 @@ from irprof.frameworks.tf.options import requested_tracer_options
 
 STEP_MARKER = "irprof_step"
 WINDOW_START_TIMEOUT_S = 30.0
+WINDOW_BASE_MS = 500  # the reference window's fixed part (see `traced_window`)
+WINDOW_ATTEMPTS = 3
+WINDOW_GROWTH = 4
 # The timed steps record what `tf.profiler.experimental.start` records by default: kernels the
 # executor calls expensive, no shapes, no Python frames. Host level 3 (cheap kernels such as
 # Reshape and _Arg, every kernel's input shapes) and the Python tracer cost step time, so they
@@ -114,9 +118,35 @@ def traced_window(
     step_s: float,
 ) -> list[int]:
     """`steps` marked steps inside one window of xprof's client tracing the profiler server
-    with `levels`; returns their wall times (ns)."""
-    # The client call blocks for a fixed window: make it long enough for slow Python tracing.
-    duration_ms = int(2000 + 30 * (steps + 1) * step_s * 1000)
+    with `levels`; returns their wall times (ns). The client call blocks for a fixed window, which
+    is idle time once the steps are done: it starts short (WINDOW_BASE_MS plus 30 times the steps'
+    warm time, for slow Python tracing) and, when it closed before the steps ended (a stalled
+    machine), the window is taken again from scratch, WINDOW_GROWTH times longer."""
+    duration_ms = int(WINDOW_BASE_MS + 30 * (steps + 1) * step_s * 1000)
+    for attempt in range(1, WINDOW_ATTEMPTS + 1):
+        durations = _one_window(fn, inputs, steps, levels, logdir, port, duration_ms)
+        if durations is not None:
+            return durations
+        if attempt < WINDOW_ATTEMPTS:
+            shutil.rmtree(logdir, ignore_errors=True)
+            duration_ms *= WINDOW_GROWTH
+    raise SystemExit(
+        f"the profiler window ({duration_ms} ms, attempt {WINDOW_ATTEMPTS}) closed before "
+        f"{steps} steps ended"
+    )
+
+
+def _one_window(
+    fn: Any,
+    inputs: tuple[Any, ...],
+    steps: int,
+    levels: dict[str, int],
+    logdir: Path,
+    port: int,
+    duration_ms: int,
+) -> list[int] | None:
+    """One client window of `duration_ms`; the steps' wall times, or None when the window
+    closed before they ended."""
     failure: list[BaseException] = []
 
     def client() -> None:
@@ -138,12 +168,12 @@ def traced_window(
     durations = timed_steps(fn, inputs, steps, marker=True)
     still_recording = tf_trace.enabled()
     thread.join()
+    if not still_recording:
+        # Closed early; the client may also have failed for it (a window whose steps had not
+        # recorded an event yet is "no trace event was collected").
+        return None
     if failure:
         raise SystemExit(f"the profiler client failed: {failure[0]}")
-    if not still_recording:
-        raise SystemExit(
-            f"the profiler window ({duration_ms} ms) closed before {steps} steps ended"
-        )
     return durations
 
 
