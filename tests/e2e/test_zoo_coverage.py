@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -27,6 +28,25 @@ def zoo_module() -> ModuleType:
 
 
 TABLE = zoo_module()
+Measure = Callable[[str], list[Any]]
+
+
+@pytest.fixture(scope="module")
+def measured(tmp_path_factory: pytest.TempPathFactory) -> Measure:
+    """Each model captured and correlated once in this module: the training tests below read
+    the same capture as the coverage test of their model (only training runs are kept)."""
+    root = tmp_path_factory.mktemp("zoo")
+    kept: dict[str, list[Any]] = {}
+
+    def measure(model: str) -> list[Any]:
+        if model in kept:
+            return kept[model]
+        rows: list[Any] = TABLE.measure(model, TABLE.capture(model, root / model))
+        if TABLE.is_training(model):
+            kept[model] = rows
+        return rows
+
+    return measure
 
 
 @pytest.mark.slow
@@ -34,9 +54,9 @@ TABLE = zoo_module()
     "model",
     [pytest.param(m, marks=getattr(pytest.mark, m.split("_")[0])) for m in TABLE.MODELS],
 )
-def test_zoo_model_is_attributed_at_every_level(model: str, tmp_path: Path) -> None:
+def test_zoo_model_is_attributed_at_every_level(model: str, measured: Measure) -> None:
     pytest.importorskip({"tf": "tensorflow", "torch": "torch", "jax": "jax"}[model.split("_")[0]])
-    rows = TABLE.measure(model, TABLE.capture(model, tmp_path / model))
+    rows = measured(model)
     assert rows, f"{model}: no level was correlated"
     for row in rows:
         coverage = row.result.coverage
@@ -85,12 +105,12 @@ def bucket_ns(training: object) -> int:
 @pytest.mark.slow
 @pytest.mark.torch
 def test_torch_training_step_reports_each_phase_and_links_all_backward_time(
-    tmp_path: Path,
+    measured: Measure,
 ) -> None:
     """The zoo's torch training step: backward time all linked, the optimizer bucket listed."""
     pytest.importorskip("torch")
     model = next(m for m in TABLE.MODELS if m.startswith("torch") and TABLE.is_training(m))
-    rows = TABLE.measure(model, TABLE.capture(model, tmp_path / model))
+    rows = measured(model)
     training = rows[0].result.coverage.extra["training"]
     assert min(training["phases_profiled_ns"].values()) > 0
     assert training["backward_unlinked_ns"] == 0
@@ -105,12 +125,14 @@ def test_torch_training_step_reports_each_phase_and_links_all_backward_time(
     "framework",
     [pytest.param("tf", marks=pytest.mark.tf), pytest.param("jax", marks=pytest.mark.jax)],
 )
-def test_tf_and_jax_training_steps_link_every_backward_op(framework: str, tmp_path: Path) -> None:
+def test_tf_and_jax_training_steps_link_every_backward_op(
+    framework: str, measured: Measure
+) -> None:
     """The zoo's TF and JAX training steps: forward, backward and optimizer time all measured on
     IR ops and adding up to the profiled time; every backward op linked to forward ops."""
     pytest.importorskip({"tf": "tensorflow", "jax": "jax"}[framework])
     model = next(m for m in TABLE.MODELS if m.startswith(framework) and TABLE.is_training(m))
-    for row in TABLE.measure(model, TABLE.capture(model, tmp_path / model)):
+    for row in measured(model):
         training = row.result.coverage.extra["training"]
         phases = training["phases_ns"]
         assert min(phases[p] for p in ("forward", "backward")) > 0, row.level

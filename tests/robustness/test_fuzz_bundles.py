@@ -261,7 +261,7 @@ def fresh_copy(annotated: dict[str, Path], framework: str, workdir: Path) -> tup
 
 
 @pytest.mark.parametrize("framework", sorted(SOURCES))
-@fuzz_settings(max_examples=60)
+@fuzz_settings(max_examples=30)
 @given(data=st.data())
 def test_fuzz_one_damaged_file(
     annotated: dict[str, Path],
