@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 
+from tests.zoo_captures import ZooCaptures
+
 FIXTURES = Path(__file__).parent / "fixtures"
 REPO = Path(__file__).resolve().parents[1]
 
@@ -25,6 +27,12 @@ os.environ.setdefault("IRPROF_OVERHEAD_ROUNDS", "1")
 def fixtures() -> Path:
     """Folder of the shipped fixtures."""
     return FIXTURES
+
+
+@pytest.fixture(scope="session")
+def zoo_captures(tmp_path_factory: pytest.TempPathFactory) -> ZooCaptures:
+    """Zoo models captured once per session and options (`tests/zoo_captures.py`)."""
+    return ZooCaptures(tmp_path_factory.mktemp("zoo_captures"))
 
 
 # In CI, `make test` has installed every dependency a test can skip on (frameworks, Graphviz,

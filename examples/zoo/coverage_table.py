@@ -51,16 +51,26 @@ def is_training(model: str) -> bool:
     return model.endswith("_train")
 
 
-def capture(model: str, out: Path) -> RunBundle:
-    """Capture one zoo model into `out` (replacing it)."""
-    script = ZOO / f"{model}.py"
+def capture_options(model: str) -> TfCaptureOptions | TorchCaptureOptions | JaxCaptureOptions:
+    """The options the table captures `model` with."""
     framework = framework_of(model)
     mode = "train" if is_training(model) else "fit" if model.endswith("_fit") else "infer"
     if framework == "tf":
-        return capture_tf(script, out, TfCaptureOptions(steps=STEPS, mode=mode), force=True)
+        return TfCaptureOptions(steps=STEPS, mode=mode)
     if framework == "torch":
-        return capture_torch(script, out, TorchCaptureOptions(steps=STEPS, mode=mode))
-    return capture_jax(script, out, JaxCaptureOptions(steps=STEPS, mode=mode))
+        return TorchCaptureOptions(steps=STEPS, mode=mode)
+    return JaxCaptureOptions(steps=STEPS, mode=mode)
+
+
+def capture(model: str, out: Path) -> RunBundle:
+    """Capture one zoo model into `out` (replacing it)."""
+    script = ZOO / f"{model}.py"
+    options = capture_options(model)
+    if isinstance(options, TfCaptureOptions):
+        return capture_tf(script, out, options, force=True)
+    if isinstance(options, TorchCaptureOptions):
+        return capture_torch(script, out, options)
+    return capture_jax(script, out, options)
 
 
 def measure(model: str, bundle: RunBundle) -> list[LevelCoverage]:

@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 
+from tests.zoo_captures import ZooCaptures
+
 ZOO = Path(__file__).resolve().parents[2] / "examples" / "zoo"
 # Floors under what the zoo measures today (README table), with room for timing noise: the
 # unattributed rest is listed (TF's argument copy-in and result copy-out), never silent.
@@ -32,16 +34,17 @@ Measure = Callable[[str], list[Any]]
 
 
 @pytest.fixture(scope="module")
-def measured(tmp_path_factory: pytest.TempPathFactory) -> Measure:
-    """Each model captured and correlated once in this module: the training tests below read
-    the same capture as the coverage test of their model (only training runs are kept)."""
-    root = tmp_path_factory.mktemp("zoo")
+def measured(zoo_captures: ZooCaptures) -> Measure:
+    """Each model captured once in the session (the framework tests of the public-library
+    models read the same captures) and correlated once in this module: the training tests below
+    read the correlation of their model's coverage test (only training runs are kept)."""
     kept: dict[str, list[Any]] = {}
 
     def measure(model: str) -> list[Any]:
         if model in kept:
             return kept[model]
-        rows: list[Any] = TABLE.measure(model, TABLE.capture(model, root / model))
+        bundle = zoo_captures(model, TABLE.capture_options(model))
+        rows: list[Any] = TABLE.measure(model, bundle)
         if TABLE.is_training(model):
             kept[model] = rows
         return rows

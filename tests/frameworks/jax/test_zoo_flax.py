@@ -16,6 +16,7 @@ from irprof.bundle import RunBundle
 from irprof.capture.paths import portable_path_mapper
 from irprof.frameworks.jax.capture import JaxCaptureOptions, capture_jax
 from irprof.frameworks.jax.paths import portable_hlo_text
+from tests.zoo_captures import ZooCaptures
 
 pytest.importorskip("flax")
 
@@ -45,10 +46,9 @@ def test_hlo_file_table_is_made_portable(tmp_path: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def inference(tmp_path_factory: pytest.TempPathFactory) -> tuple[RunBundle, AnnotateOutcome]:
-    """The encoder captured (3 steps) and annotated once for the module."""
-    out = tmp_path_factory.mktemp("flax") / "infer"
-    bundle = capture_jax(SCRIPT, out, JaxCaptureOptions(steps=3, warmup=1))
+def inference(zoo_captures: ZooCaptures) -> tuple[RunBundle, AnnotateOutcome]:
+    """The encoder captured (2 steps: the e2e zoo test's capture) and annotated once."""
+    bundle = zoo_captures(SCRIPT.stem, JaxCaptureOptions(steps=2))
     return bundle, annotate_bundle(bundle)
 
 

@@ -20,7 +20,7 @@ import pytest
 from irprof.api import Run
 from irprof.bundle import RunBundle
 from irprof.correlate.base import CorrelationOptions
-from irprof.frameworks.tf.capture import TfCaptureOptions, capture_tf
+from irprof.frameworks.tf.capture import TfCaptureOptions
 from irprof.frameworks.tf.correlate import CORRELATOR, DEAD_AT_LEVEL
 from tests.frameworks.tf.test_grappler_rewrites import (
     annotated_levels,
@@ -35,6 +35,7 @@ from tests.frameworks.tf.test_grappler_rewrites import (
     timed_events,
     users,
 )
+from tests.zoo_captures import ZooCaptures
 
 ZOO = Path(__file__).resolve().parents[3] / "examples" / "zoo"
 # model -> whether its graph can be imported after grappler (see the module docstring)
@@ -46,13 +47,13 @@ MOBILENET_SKIP_BLOCKS = 10
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
-    """Each model captured once (2 steps) and annotated at every level it has."""
-    folder = tmp_path_factory.mktemp("zoo_keras")
+def runs(zoo_captures: ZooCaptures) -> dict[str, Run]:
+    """Each model captured once (2 steps; the LSTM's capture is the e2e zoo test's) and
+    annotated at every level it has."""
     captured = {}
     for model, post_grappler in MODELS.items():
         options = TfCaptureOptions(steps=2, post_grappler=post_grappler)
-        run = Run.of(capture_tf(ZOO / f"{model}.py", folder / model, options))
+        run = Run.of(zoo_captures(model, options))
         for level in annotated_levels(run):
             run.annotate(level)
         captured[model] = run

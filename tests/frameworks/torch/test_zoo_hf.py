@@ -24,32 +24,29 @@ import pytest
 from irprof.bundle import RunBundle
 from irprof.cli.main import main
 from irprof.correlate.base import CorrelationOptions, CorrelationResult
-from irprof.frameworks.torch.capture import TorchCaptureOptions, capture_torch
+from irprof.frameworks.torch.capture import TorchCaptureOptions
 from irprof.frameworks.torch.correlate import CORRELATOR
 from irprof.frameworks.torch.locations import FxNodeName
 from irprof.frameworks.torch.training import ACCUMULATE_GRAD, ENGINE_PREFIX
+from tests.zoo_captures import ZooCaptures
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 ZOO = Path(__file__).parents[3] / "examples" / "zoo"
 LEVELS = ("torch", "linalg")
-OPTIONS = TorchCaptureOptions(steps=2, warmup=1)
+OPTIONS = TorchCaptureOptions(steps=2)  # the e2e zoo test's, so the captures are shared
 
 
 @pytest.fixture(scope="module")
-def captures(tmp_path_factory: pytest.TempPathFactory) -> dict[str, RunBundle]:
-    """GPT-2 (inference and a training step) and BERT, each captured once."""
-    root = tmp_path_factory.mktemp("zoo_hf")
+def captures(zoo_captures: ZooCaptures) -> dict[str, RunBundle]:
+    """GPT-2 (inference and a training step) and BERT, each captured once in the session."""
     runs = {
-        "gpt2": ("torch_gpt2.py", OPTIONS),
-        "gpt2_train": ("torch_gpt2.py", TorchCaptureOptions(steps=2, warmup=1, mode="train")),
-        "bert": ("torch_bert.py", OPTIONS),
+        "gpt2": ("torch_gpt2", OPTIONS),
+        "gpt2_train": ("torch_gpt2", TorchCaptureOptions(steps=2, mode="train")),
+        "bert": ("torch_bert", OPTIONS),
     }
-    return {
-        name: capture_torch(ZOO / script, root / name, options)
-        for name, (script, options) in runs.items()
-    }
+    return {name: zoo_captures(model, options) for name, (model, options) in runs.items()}
 
 
 @pytest.fixture(scope="module")
