@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/bench_readers.py [--repeat 3] [--events 2000000] [--skip-hta]
         [--skip-dag] [--trace PATH ...] [--only-traces] [--hta-python PATH] [--baseline SRC]
+        [--decoders]
 
 By default every public trace (`tests/fixtures/traces/public/` and `../shared/traces/`, the same
 file once), the generated real-shaped Kineto trace (see `kineto_event_lines`; `--events 0`
@@ -23,6 +24,10 @@ machine then falls on every side), imports outside the clock, medians of `--repe
 
 `--baseline SRC` adds irprof imported from another checkout's `src/` as one more side ("before"),
 to measure a change under the same load. Every side's time includes reading the file.
+
+`--decoders` measures instead the decode of the event array alone by msgspec (what the reader
+does), pyarrow's and duckdb's JSON readers, on the public traces over 1 MiB on disk and each
+`--trace` (see `DECODER_SNIPPETS`).
 
 Targets (issue 30), on every public trace over 10 MB: at least 10x HTA's speed, at most half its
 peak memory, at most half the time of the bare `orjson.loads`. Then the causal and levels event
@@ -134,6 +139,85 @@ seconds = time.perf_counter() - start
 print(json.dumps({{"seconds": seconds, "cpu_seconds": cpu_seconds, "events": len(frame),
                   "rss_mb": rss_mb}}))
 """,
+}
+
+# `--decoders`: the event array's decode alone, by each candidate decoder, the JSON inflated and
+# the array located (irprof's `locate_events`) outside the clock. "msgspec" is what the reader
+# does first: `EventText.timed_chunks`, i.e. chunks decoded into typed structs and `ts`/`dur`
+# made exact ns; the per-event passes into columns, the ordering and the args gather are not
+# in it. "pyarrow" is `pyarrow.json.read_json` (C++, one thread) with an explicit schema of the
+# fields it can type: ph, cat, name, ts and dur as int64 (pid and tid mix ints and strings in
+# Kineto files, which it refuses; args it can only type as structs, never keep as text, so they
+# are skipped); its input must be newline-delimited objects, made by removing Kineto's
+# `},\n  {` separators' commas (in the clock, and printed apart). "duckdb" is `read_json`
+# (yyjson, one thread) with every field the reader takes, args as JSON (minified, not the file's
+# text), from a file written outside the clock, fetched as an Arrow table.
+DECODE_SETUP = """
+import gzip, json, os, resource, sys, tempfile, time
+from pathlib import Path
+from irprof.fileio import inflate_library
+from irprof.readers.chrome.decode import locate_events
+path = Path(sys.argv[1])
+raw = path.read_bytes()
+data = inflate_library.decompressobj(wbits=31).decompress(raw) if raw[:2] == b"\\x1f\\x8b" else raw
+del raw
+located = locate_events(path, data)
+extra = {}
+"""
+DECODE_REPORT = f"""
+seconds = time.perf_counter() - start
+{RUSAGE}
+print(json.dumps({{"seconds": seconds, "cpu_seconds": cpu_seconds, "events": events,
+                  "rss_mb": rss_mb, **extra}}))
+"""
+DECODER_SNIPPETS = {
+    "msgspec": DECODE_SETUP
+    + f"""
+cpu_start = {CPU}
+start = time.perf_counter()
+events = 0
+for chunk, ts_ns, dur_ns in located.timed_chunks():
+    events += len(chunk)
+    del chunk
+"""
+    + DECODE_REPORT,
+    "pyarrow": DECODE_SETUP
+    + f"""
+import pyarrow, pyarrow.json
+schema = pyarrow.schema([(name, pyarrow.string()) for name in ("ph", "cat", "name")]
+                        + [("ts", pyarrow.int64()), ("dur", pyarrow.int64())])
+options = pyarrow.json.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore",
+                                    newlines_in_values=True)
+cpu_start = {CPU}
+start = time.perf_counter()
+lines = bytes(located.events).strip()[1:-1].replace(b"}},\\n  {{", b"}}\\n  {{")
+extra["convert_cpu_seconds"] = {CPU} - cpu_start
+table = pyarrow.json.read_json(pyarrow.BufferReader(lines), parse_options=options,
+                               read_options=pyarrow.json.ReadOptions(use_threads=False,
+                                                                     block_size=1 << 22))
+events = table.num_rows
+"""
+    + DECODE_REPORT,
+    "duckdb": DECODE_SETUP
+    + f"""
+import duckdb
+with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as handle:
+    handle.write(located.events)
+connection = duckdb.connect()
+connection.execute("SET threads = 1")
+columns = ("{{ph: 'VARCHAR', cat: 'VARCHAR', name: 'VARCHAR', pid: 'VARCHAR', tid: 'VARCHAR', "
+           "ts: 'BIGINT', dur: 'BIGINT', args: 'JSON', id: 'VARCHAR', bp: 'VARCHAR'}}")
+query = (f"SELECT * FROM read_json('{{handle.name}}', format = 'array', columns = {{columns}}, "
+         "maximum_object_size = 1000000000)")
+cpu_start = {CPU}
+start = time.perf_counter()
+try:
+    table = connection.sql(query).to_arrow_table()
+finally:
+    os.unlink(handle.name)
+events = table.num_rows
+"""
+    + DECODE_REPORT,
 }
 
 DAG_SNIPPET = """
@@ -273,7 +357,7 @@ def run_side(python: Path, side: str, trace: Path, baseline: Path | None) -> dic
     env = dict(os.environ)
     if side == "before" and baseline is not None:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(baseline), env.get("PYTHONPATH")]))
-    snippet = SNIPPETS["irprof" if side == "before" else side]
+    snippet = DECODER_SNIPPETS.get(side) or SNIPPETS["irprof" if side == "before" else side]
     done = subprocess.run(
         [str(python), "-c", snippet, str(trace)], capture_output=True, text=True, env=env
     )
@@ -337,6 +421,35 @@ def bench_file(
     return row
 
 
+def bench_decoders(trace: Path, repeat: int) -> None:
+    """`--decoders`: the event array's decode alone by each decoder that imports here (see
+    `DECODER_SNIPPETS`), in fresh processes, sides alternating, medians; prints its rows."""
+    python = Path(sys.executable)
+    sides = [
+        side
+        for side in DECODER_SNIPPETS
+        if side == "msgspec"
+        or subprocess.run([str(python), "-c", f"import {side}"], capture_output=True).returncode
+        == 0
+    ]
+    runs: dict[str, list[dict[str, float]]] = {side: [] for side in sides}
+    for round_index in range(repeat):
+        for side in sides if round_index % 2 == 0 else sides[::-1]:
+            runs[side].append(run_side(python, side, trace, None))
+    reference = median(runs["msgspec"], "cpu_seconds")
+    print(f"{trace.name}: decode of the event array alone (inflate and locate outside the clock)")
+    print(f"{'decoder':10} {'wall s':>7} {'CPU s':>7} {'x msgspec CPU':>14} {'MB':>6} "
+          f"{'events':>9}  rounds (CPU s)")  # fmt: skip
+    for side in sides:
+        cpu = median(runs[side], "cpu_seconds")
+        note = (f"  (converting its input: {median(runs[side], 'convert_cpu_seconds'):.3f} s CPU)"
+                if "convert_cpu_seconds" in runs[side][0] else "")  # fmt: skip
+        rounds = ", ".join(f"{run['cpu_seconds']:.3f}" for run in runs[side])
+        print(f"{side:10} {median(runs[side], 'seconds'):7.3f} {cpu:7.3f} {cpu / reference:13.2f}x "
+              f"{median(runs[side], 'rss_mb'):6.0f} {median(runs[side], 'events'):>9,.0f}  "
+              f"{rounds}{note}", flush=True)  # fmt: skip
+
+
 def main() -> None:
     """Run the benchmark and print figures and ratios."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -350,7 +463,18 @@ def main() -> None:
     parser.add_argument(
         "--baseline", type=Path, help="also irprof imported from this src/ dir (a 'before' side)"
     )
+    parser.add_argument(
+        "--decoders",
+        action="store_true",
+        help="only the event array's decode, by msgspec (the reader's), pyarrow and duckdb, on "
+        "the public traces over 1 MiB on disk and the --trace files",
+    )
     options = parser.parse_args()
+    if options.decoders:
+        big = [path for path in public_traces() if path.stat().st_size > 2**20]
+        for trace in options.trace if options.only_traces else [*big, *options.trace]:
+            bench_decoders(trace, options.repeat)
+        return
 
     public = [] if options.only_traces else public_traces()
     generated = [cached_trace(options.events)] if options.events and not options.only_traces else []
