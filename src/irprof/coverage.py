@@ -212,7 +212,7 @@ def load_coverages(path: str | Path) -> dict[str, Coverage]:
     fix = "delete it and re-run `irprof annotate`"
     try:
         parsed = msgspec.json.decode(data, type=_CoverageFileSchema, strict=True)
-    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+    except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError) as exc:
         raise BundleError(f"{path}: malformed coverage record: {exc}; {fix}") from exc
     coverages = {}
     for level, raw in parsed.levels.items():

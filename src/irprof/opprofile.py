@@ -228,7 +228,7 @@ class OpProfile:
         data = read_input_file(path, OPPROFILE_LIMIT_BYTES)
         try:
             version = msgspec.json.decode(data, type=_VersionSchema).version
-        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError) as exc:
             raise IrprofError(f"{path}: malformed opprofile: {exc}") from exc
         if version != OPPROFILE_VERSION:
             raise IrprofError(
@@ -237,7 +237,7 @@ class OpProfile:
             )
         try:
             parsed = msgspec.json.decode(data, type=_OpProfileSchema, strict=True)
-        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError) as exc:
             raise IrprofError(f"{path}: malformed opprofile: {exc}") from exc
         return parsed.to_profile()
 

@@ -297,7 +297,7 @@ def open_rank_dataset(root: Path) -> RankDataset:
         document = msgspec.json.decode(manifest.read_bytes(), type=_DatasetSchema)
     except FileNotFoundError as exc:
         raise UsageError(f"{root}: not an irprof rank dataset (no {DATASET_FILE})") from exc
-    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+    except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError) as exc:
         raise UsageError(f"{manifest}: malformed rank dataset manifest: {exc}") from exc
     if document.format != DATASET_FORMAT or document.version != DATASET_VERSION:
         raise UsageError(

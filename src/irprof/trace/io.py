@@ -232,7 +232,7 @@ def load_events_json(path: str | Path) -> Trace:
     source = Path(path)
     try:
         document = msgspec.json.decode(read_bytes_maybe_gzip(source), type=_EventsFile)
-    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+    except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError) as exc:
         raise TraceFormatError(source, f"not an irprof events.json: {exc}") from exc
     raws = [bytes(raw) for raw in document.args]
     lengths = np.fromiter(
@@ -382,7 +382,7 @@ def _read_header(source: Path, parquet: Any) -> _Header:
         raise TraceFormatError(source, "Parquet file has no irprof header in its metadata")
     try:
         return msgspec.json.decode(metadata[PARQUET_METADATA_KEY], type=_Header)
-    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+    except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError) as exc:
         raise TraceFormatError(source, f"corrupt irprof header: {exc}") from exc
 
 

@@ -98,7 +98,7 @@ def load_fx_program(path: Path, data: bytes | None = None) -> FxProgram:
             raise BundleError(f"{path}: missing; re-capture with `irprof capture torch`") from exc
     try:
         document = msgspec.json.decode(data, type=_FxFileSchema, strict=True)
-    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+    except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError) as exc:
         raise BundleError(
             f"{path}: malformed FX node list: {exc}; re-capture with `irprof capture torch`"
         ) from exc
