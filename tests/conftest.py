@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from tests.zoo_captures import ZooCaptures
+if TYPE_CHECKING:
+    from tests.zoo_captures import ZooCaptures
 
 FIXTURES = Path(__file__).parent / "fixtures"
 REPO = Path(__file__).resolve().parents[1]
@@ -32,6 +33,9 @@ def fixtures() -> Path:
 @pytest.fixture(scope="session")
 def zoo_captures(tmp_path_factory: pytest.TempPathFactory) -> ZooCaptures:
     """Zoo models captured once per session and options (`tests/zoo_captures.py`)."""
+    # Imported here: tests/test_ci_skips.py runs this conftest in a folder without `tests`.
+    from tests.zoo_captures import ZooCaptures
+
     return ZooCaptures(tmp_path_factory.mktemp("zoo_captures"))
 
 
