@@ -64,17 +64,25 @@ TARGET_MB = 10  # the targets hold on public traces over this size
 
 # Each snippet prints one JSON line: {"seconds", "cpu_seconds", "events", "rss_mb", ...}. CPU
 # time (user + system of the process) is printed beside wall time: on a shared machine other
-# processes' load stretches wall time far more than the work done.
-CPU = "sum(resource.getrusage(resource.RUSAGE_SELF)[:2])"
+# processes' load stretches wall time far more than the work done. Waited-for children count
+# (a side that forks a worker, as the parallel decode tried in issue 30 did, pays for it).
+CPU = (
+    "sum(resource.getrusage(resource.RUSAGE_SELF)[:2])"
+    " + sum(resource.getrusage(resource.RUSAGE_CHILDREN)[:2])"
+)
 # Peak RSS of this process's own memory: Linux's VmHWM, which starts afresh at exec. (`ru_maxrss`
 # does not: a child started after the benchmark itself grew, e.g. by writing the generated trace,
-# reports the parent's peak.)
+# reports the parent's peak.) Plus the largest waited-for child's peak (`ru_maxrss` of
+# RUSAGE_CHILDREN: a forked worker's VmHWM, which counts the pages it shares with this process
+# too, so the sum is an upper bound of the two together); `worker_mb` is that child's alone.
 RUSAGE = f"""
 try:
     with open("/proc/self/status") as status:
         rss_mb = next(int(line.split()[1]) for line in status if line.startswith("VmHWM:")) / 1024
 except (OSError, StopIteration):
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+worker_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+rss_mb += worker_mb
 cpu_seconds = {CPU} - cpu_start
 """
 SNIPPETS = {
@@ -123,7 +131,7 @@ trace = read_trace(path)
 seconds = time.perf_counter() - start
 {RUSAGE}
 print(json.dumps({{"seconds": seconds, "cpu_seconds": cpu_seconds, "events": len(trace),
-                  "rss_mb": rss_mb}}))
+                  "rss_mb": rss_mb, "worker_mb": worker_mb}}))
 """,
     "HTA": f"""
 import json, logging, resource, sys, time
