@@ -1,0 +1,121 @@
+"""`load_top_view` on a small bundle whose trace gives one op two events per step: the
+default options, the median taken event by event, the model script and the roofline's level
+and peaks.
+
+Written from the mutants of `analyses/top_view.py`. The bundle is the views' synthetic TF
+model (`tests/analyses/test_support.py`) with a Chrome trace of three profiler steps; every
+figure checked is worked out below from the event durations the test writes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import statistics
+from pathlib import Path
+
+from irprof.analyses.machine_peaks import MachinePeaks
+from irprof.analyses.top_view import load_top_view
+from irprof.bundle import RunBundle
+from irprof.mlir.context import make_context
+from irprof.mlir.load import parse_module, write_module
+from irprof.mlir.op_index import derive_op_infos
+from irprof.mlir.profile_attrs import attach_profile, get_profile
+from tests.analyses.test_support import LAYERS, make_bundle
+
+MATMUL = "sequential/dense1/MatMul"
+STEP_US = 1_000
+# The MatMul's two events in each of the three steps, in microseconds. Step by step the sums
+# are 11, 11 and 2 (median 11); event by event the medians are 1 and 1 (typical step 2).
+MATMUL_EVENTS_US = ((1, 10), (10, 1), (1, 1))
+
+
+def bundle_with_steps(root: Path) -> RunBundle:
+    """The synthetic bundle plus a trace of three steps: the MatMul's events only."""
+    bundle = make_bundle(root)
+    events: list[dict[str, object]] = []
+    for step, durations in enumerate(MATMUL_EVENTS_US):
+        start = step * STEP_US
+        events.append(
+            {"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{step}", "pid": 1,
+             "tid": 1, "ts": start, "dur": STEP_US - 1}
+        )  # fmt: skip
+        cursor = start + 1
+        for duration in durations:
+            events.append(
+                {"ph": "X", "cat": "cpu_op", "name": f"{MATMUL}:MatMul", "pid": 1, "tid": 2,
+                 "ts": cursor, "dur": duration}
+            )  # fmt: skip
+            cursor += duration + 1
+    (bundle.trace_dir / "steps.json").write_text(json.dumps({"traceEvents": events}))
+    manifest = bundle.manifest()
+    bundle.write_manifest(dataclasses.replace(manifest, trace_files=("trace/steps.json",)))
+    return RunBundle(bundle.root)
+
+
+def test_defaults_rank_ops_by_the_event_by_event_median(tmp_path: Path) -> None:
+    view = load_top_view(bundle_with_steps(tmp_path / "run"))
+    table = view.table
+    assert table.by == "op" and table.stat == "median" and view.level == "tf"
+    assert view.roofline is None
+    # Every profiled op is a row of its own, keyed by its node name.
+    profiled = [node for _, node, ns in LAYERS if ns is not None]
+    assert sorted(row.key for row in table.rows) == sorted(profiled)
+    matmul = next(row for row in table.rows if row.key == MATMUL)
+    # The trace's times are scaled to the op's attributed total (2 ms): 24 us were traced.
+    measured_ns = dict((node, ns) for _, node, ns in LAYERS)[MATMUL]
+    assert measured_ns is not None and matmul.total_ns == measured_ns
+    scale = measured_ns / (sum(map(sum, MATMUL_EVENTS_US)) * 1_000)
+    occurrences = zip(*MATMUL_EVENTS_US, strict=True)
+    typical_ns = sum(statistics.median(values) for values in occurrences) * 1_000 * scale
+    steps = len(MATMUL_EVENTS_US)
+    assert matmul.stat_ns == round(typical_ns * steps) == 500_000
+    per_step = [round(sum(durations) * 1_000 * scale) for durations in MATMUL_EVENTS_US]
+    assert matmul.step_ns == tuple(per_step)
+    # Step by step the median is 11/24 of the total: far from the event-by-event one.
+    assert matmul.step_median_ns == statistics.median(per_step) == 916_667
+
+
+def test_the_script_is_the_manifests_model_when_no_file_is_there(tmp_path: Path) -> None:
+    view = load_top_view(make_bundle(tmp_path / "run"))
+    assert view.script == "examples/tf_cnn.py"
+
+
+def test_the_script_is_a_path_to_the_model_when_it_exists(tmp_path: Path) -> None:
+    script = tmp_path / "examples" / "tf_cnn.py"
+    script.parent.mkdir()
+    script.write_text("print('model')\n")
+    view = load_top_view(make_bundle(tmp_path / "run"))
+    assert Path(view.script).resolve() == script.resolve()
+
+
+def test_the_roofline_has_the_level_and_the_peaks_given(tmp_path: Path) -> None:
+    peaks = MachinePeaks(gflops=100.0, gbps=10.0, source="given")
+    view = load_top_view(make_bundle(tmp_path / "run"), with_roofline=True, peaks=peaks)
+    assert view.roofline is not None
+    assert view.roofline.level == "tf"
+    assert view.roofline.peaks == peaks
+    assert view.roofline.by == "op"
+    unpeaked = load_top_view(make_bundle(tmp_path / "other"), with_roofline=True)
+    assert unpeaked.roofline is not None and unpeaked.roofline.peaks is None
+
+
+def test_an_estimated_share_stays_marked_with_its_group_unless_expanded(tmp_path: Path) -> None:
+    """The MatMul's time made an estimated share of a two-op group whose other member is not
+    a row: collapsed (the default), its row names the group; expanded, it does not."""
+    bundle = make_bundle(tmp_path / "run")
+    path = bundle.annotated_path("tf")
+    module = parse_module(path.read_text(), make_context())
+    for info in derive_op_infos(module):
+        data = get_profile(info.op)
+        if info.op_name == "tf.MatMul" and data is not None:
+            shared = dataclasses.replace(
+                data, group="fusion.1", group_total_ns=2 * data.total_ns, group_size=2
+            )
+            attach_profile(info.op, shared)
+    write_module(path, module)
+    collapsed = load_top_view(RunBundle(bundle.root)).table
+    assert {row.key: row.group for row in collapsed.rows}[MATMUL] == "fusion.1"
+    assert {row.key: row.estimated_ns for row in collapsed.rows}[MATMUL] == 2_000_000
+    expanded = load_top_view(RunBundle(bundle.root), expand_groups=True).table
+    assert {row.key: row.group for row in expanded.rows}[MATMUL] == ""
