@@ -67,8 +67,8 @@ def test_zoo_model_is_attributed_at_every_level(model: str, measured: Measure) -
         assert coverage.attributed_ns + listed == coverage.profiled_ns, row.level
         assert all(event.reason for event in coverage.unmatched_events)
         bucket = bucket_ns(coverage.extra.get("training"))
-        # TF's argument copy-in / result copy-out have no op (listed with that reason above);
-        # their share of a tiny step swings with machine load, so the floor is over the rest.
+        # Time no op of the level can hold (`NO_OP_AT_LEVEL`, listed with that reason above)
+        # swings with machine load in a tiny step, so the floor is over the rest.
         model_ns = coverage.profiled_ns - bucket - plumbing_ns(coverage)
         assert model_ns > 0
         assert coverage.attributed_ns / coverage.profiled_ns >= 0.9, (row.level, coverage)
@@ -84,15 +84,24 @@ def test_zoo_model_is_attributed_at_every_level(model: str, measured: Measure) -
         assert row.nontrivial_seen >= floor, (row.level, coverage.unmatched_ops)
 
 
-PLUMBING_REASONS = ("function argument copy-in", "function result copy-out")
+# Listed time that no op of the level can hold, by construction: TF's function-argument and
+# result copies (no IR op does them), and at PyTorch's lowered levels an eager op whose operands
+# were all constants of the frozen program (BatchNorm's `num_batches_tracked += 1`), folded into
+# a constant by lowering. Each is a single cheap dispatch whose time swings with machine load
+# (20-48 us for that add), so the floor is over the rest; the test still checks it is listed.
+NO_OP_AT_LEVEL = (
+    "function argument copy-in",
+    "function result copy-out",
+    "so lowering folded it into a constant",
+)
 
 
 def plumbing_ns(coverage: Any) -> int:
-    """Listed time of TF's function-argument and result copies (no IR op does them)."""
+    """Listed time that no op of the level can hold (`NO_OP_AT_LEVEL`)."""
     return sum(
         event.total_ns
         for event in coverage.unmatched_events
-        if event.reason.startswith(PLUMBING_REASONS)
+        if any(marker in event.reason for marker in NO_OP_AT_LEVEL)
     )
 
 
