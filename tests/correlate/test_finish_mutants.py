@@ -12,18 +12,7 @@ from irprof.correlate.ledger import Ledger
 from irprof.mlir.context import make_context
 from irprof.mlir.load import load_module
 from irprof.mlir.op_index import derive_op_infos
-
-MODULE = """
-func.func @f(%a: tensor<4xf32>) -> tensor<4xf32> {
-  %0 = arith.addf %a, %a : tensor<4xf32> loc("add")
-  %1 = arith.mulf %0, %0 : tensor<4xf32> loc("mul")
-  %2 = func.call @g(%1) : (tensor<4xf32>) -> tensor<4xf32> loc("call")
-  return %2 : tensor<4xf32>
-}
-func.func private @g(%b: tensor<4xf32>) -> tensor<4xf32> {
-  return %b : tensor<4xf32>
-}
-"""
+from tests.correlate.test_finish import MODULE  # the same module: add, mul and a call
 
 
 def test_level_removed_untimed_and_profiled_time_reach_both_records() -> None:
