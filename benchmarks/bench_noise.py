@@ -2,9 +2,10 @@
 once while busy-loop processes keep every core busy, and the two `top` tables are compared.
 
 Run: `.venv/bin/python benchmarks/bench_noise.py [--models SUBSTR,...] [--rounds 1] [--steps N]
-[--threads N] [--stat median] [--keep DIR | --rerank DIR]`. `--keep` leaves each pair of bundles in
-`DIR/<framework>_<model>_<round>/{idle,busy}`; `--rerank` ranks such kept bundles again
-without capturing (to compare statistics or a changed ranking on the same captures). For each
+[--threads N] [--stat median] [--time oncpu|wall] [--keep DIR | --rerank DIR]`. `--keep`
+leaves each pair of bundles in `DIR/<framework>_<model>_<round>/{idle,busy}`; `--rerank` ranks
+such kept bundles again without capturing (to compare statistics, time bases or a changed
+ranking on the same captures). For each
 model, per round, the idle capture and the loaded capture alternate
 (idle first), each a real `irprof capture <framework>` in its own child process at the capture's
 default step count (unless `--steps`) and thread count (1 for PyTorch, ONNX, TF and JAX; with
@@ -37,7 +38,7 @@ from typing import Any, cast
 
 from bench_capture import models_of, with_mode
 
-from irprof.analyses.step_stats import Stat, parse_stat
+from irprof.analyses.step_stats import Stat, TimeBasis, parse_stat, parse_time_basis
 from irprof.api import Run
 from irprof.bundle import RunBundle
 from irprof.frameworks import CaptureFunction, get_all_frameworks
@@ -86,9 +87,9 @@ def capture(
     Run(out).annotate()
 
 
-def ranking(out: Path, stat: Stat = "median") -> Ranking:
-    """Rank an annotated bundle's ops (by `stat`, the default statistic unless given)."""
-    rows = Run(out).top(limit=None, stat=stat).rows
+def ranking(out: Path, stat: Stat = "median", time: TimeBasis = "oncpu") -> Ranking:
+    """Rank an annotated bundle's ops (by `stat` of `time`, the defaults unless given)."""
+    rows = Run(out).top(limit=None, stat=stat, time=time).rows
     total = sum(row.stat_ns for row in rows) or 1
     # Two rows may share a name (the same primitive in two places): the op's walk index, the
     # same in both captures of one model, tells them apart. A fused group's label counts its
@@ -119,6 +120,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=None, help="default: the capture's (1)")
     parser.add_argument("--show", action="store_true", help="also print both top-5 with shares")
     parser.add_argument("--stat", type=parse_stat, default="median", help="median|sum|min|mean")
+    parser.add_argument("--time", type=parse_time_basis, default="oncpu", help="oncpu|wall")
     kept = parser.add_mutually_exclusive_group()
     kept.add_argument("--keep", type=Path, help="leave the bundles in this folder")
     kept.add_argument("--rerank", type=Path, help="rank the bundles --keep left here again")
@@ -143,16 +145,16 @@ def main() -> None:
                 if args.rerank is not None:
                     if not (args.rerank / name / "busy").is_dir():
                         continue
-                    idle = ranking(args.rerank / name / "idle", args.stat)
-                    loaded = ranking(args.rerank / name / "busy", args.stat)
+                    idle = ranking(args.rerank / name / "idle", args.stat, args.time)
+                    loaded = ranking(args.rerank / name / "busy", args.stat, args.time)
                 else:
                     with tempfile.TemporaryDirectory() as tmp:
                         folder = args.keep / name if args.keep else Path(tmp)
                         capture(framework, script, folder / "idle", args.steps, args.threads)
-                        idle = ranking(folder / "idle", args.stat)
+                        idle = ranking(folder / "idle", args.stat, args.time)
                         with busy_cores(cores):
                             capture(framework, script, folder / "busy", args.steps, args.threads)
-                        loaded = ranking(folder / "busy", args.stat)
+                        loaded = ranking(folder / "busy", args.stat, args.time)
                 overlap, same_order, diff = compare(idle, loaded)
                 ok = same_order and diff <= SHARE_TARGET_PP
                 met += ok

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from irprof.analyses.roofline import Roofline
     from irprof.analyses.run_diff import DiffOptions, RunDiff
     from irprof.analyses.sql_views import SqlResult, SqlSession
-    from irprof.analyses.step_stats import Stat
+    from irprof.analyses.step_stats import Stat, TimeBasis
     from irprof.analyses.top_view import TopView
     from irprof.analyses.trace_summary import TraceSummary
     from irprof.annotation import AnnotateOutcome
@@ -111,10 +111,12 @@ class Run(RunBundle):
         roofline: bool = False,
         peaks: MachinePeaks | None = None,
         stat: Stat = "median",
+        time: TimeBasis = "oncpu",
     ) -> TopView:
         """What `irprof top` shows: the hotspot table (ranked by `stat` of the per-step times:
-        median | sum | min | mean), the ops behind it, the model script and, with `roofline`,
-        the rows on the roofline of `peaks`."""
+        median | sum | min | mean; of on-CPU time when `time` is "oncpu" and the capture
+        recorded the scheduler, else wall time), the ops behind it, the model script and, with
+        `roofline`, the rows on the roofline of `peaks`."""
         from irprof.analyses.top_view import load_top_view
 
         self.framework_name()  # a bundle of an unknown stack is not a run irprof wrote
@@ -127,6 +129,7 @@ class Run(RunBundle):
             with_roofline=roofline,
             peaks=peaks,
             stat=stat,
+            time=time,
         )
 
     def top(
@@ -137,11 +140,15 @@ class Run(RunBundle):
         limit: int | None = 20,
         expand_groups: bool = False,
         stat: Stat = "median",
+        time: TimeBasis = "oncpu",
     ) -> HotspotTable:
         """The hottest ops (or op kinds, or scopes) of an annotated level, hottest first by
-        `stat` (median step x steps by default; "sum", "min", "mean"); `expand_groups`: each
-        op of a fused or decomposed event on its own (estimated)."""
-        view = self.top_view(level, by=by, limit=limit, expand_groups=expand_groups, stat=stat)
+        `stat` (median step x steps by default; "sum", "min", "mean") of `time` (as
+        `top_view`); `expand_groups`: each op of a fused or decomposed event on its own
+        (estimated)."""
+        view = self.top_view(
+            level, by=by, limit=limit, expand_groups=expand_groups, stat=stat, time=time
+        )
         return view.table
 
     def roofline(
@@ -165,11 +172,12 @@ class Run(RunBundle):
         against: RunBundle | str | Path | None = None,
         peaks: MachinePeaks | None = None,
         stat: Stat = "median",
+        time: TimeBasis = "oncpu",
     ) -> Path:
         """Write the static HTML report (default `RUN/report.html`); returns its path.
         `against`: another run of the model, shown as a diff from it to this one; `peaks`: the
-        roofline's roofs (without them the roofline tab shows achieved rates only); `stat`:
-        what the hotspot tables rank by (as `top`)."""
+        roofline's roofs (without them the roofline tab shows achieved rates only); `stat` and
+        `time`: what the hotspot tables rank by (as `top`)."""
         import os
 
         from irprof.analyses.op_graph import OpGraphOptions
@@ -193,6 +201,7 @@ class Run(RunBundle):
                 peaks=peaks,
                 against=other,
                 stat=stat,
+                time=time,
             )
         target = Path(out) if out is not None else self.report_path
         with stage(f"writing {target.name}"):
@@ -440,9 +449,12 @@ def report(
     against: RunBundle | str | Path | None = None,
     peaks: MachinePeaks | None = None,
     stat: Stat = "median",
+    time: TimeBasis = "oncpu",
 ) -> Path:
     """`Run.report` of a run or a path: write the HTML report; returns its path."""
-    return _as_run(run).report(out, max_nodes=max_nodes, against=against, peaks=peaks, stat=stat)
+    return _as_run(run).report(
+        out, max_nodes=max_nodes, against=against, peaks=peaks, stat=stat, time=time
+    )
 
 
 def trace_dag(

@@ -71,11 +71,13 @@ class HotspotTable(Tabular):
     stat_note: str = ""  # why `stat` is not the one asked for ("" when it is)
     outliers: tuple[Outlier, ...] = ()  # op-steps far above their op's median step
     noise: NoiseVerdict | None = None  # how noisy the run's steps were (set by the views)
+    oncpu_note: str = ""  # samples of on-CPU time: what was subtracted (set by the views)
 
     @property
     def stat_label(self) -> str:
         """The statistic in words, for headers and captions."""
-        return STAT_LABELS.get(self.stat, self.stat)
+        label = STAT_LABELS.get(self.stat, self.stat)
+        return f"{label}, on-CPU" if self.oncpu_note and self.stat != "sum" else label
 
     def table_columns(self) -> tuple[str, ...]:
         """The fields of `HotspotRow`."""

@@ -24,6 +24,7 @@ from irprof.analyses.step_stats import (
     NoiseVerdict,
     Stat,
     StepSamples,
+    TimeBasis,
     bundle_step_samples,
     noise_verdict,
     step_totals,
@@ -174,7 +175,7 @@ def _level_report(
             stat=ranking.stat,
             typical=ranking.samples.typical,
         )
-        return dataclasses.replace(ranked, noise=noise)
+        return dataclasses.replace(ranked, noise=noise, oncpu_note=ranking.samples.oncpu_note)
 
     by_op = table("op")
     return LevelReport(
@@ -251,10 +252,11 @@ def build_report_data(
     peaks: MachinePeaks | None = None,
     against: RunBundle | None = None,
     stat: Stat = "median",
+    time: TimeBasis = "oncpu",
 ) -> ReportData:
     """Load every annotated level of `bundle` and compute what the report shows: with `peaks`
     the roofline's roofs and bounds, with `against` a diff from that run to this one; hotspot
-    tables ranked by `stat` of the ops' per-step times (`step_stats`)."""
+    tables ranked by `stat` of the ops' per-step times (`step_stats`), of `time`."""
     graph_options = graph_options or OpGraphOptions()
     manifest = bundle.manifest()
     levels = bundle.annotated_levels()
@@ -274,7 +276,7 @@ def build_report_data(
                 peaks,
                 _Ranking(
                     stat,
-                    bundle_step_samples(bundle, loaded[level].profiled.ops),
+                    bundle_step_samples(bundle, loaded[level].profiled.ops, time),
                     manifest.options.get("noise"),
                 ),
             ),

@@ -48,13 +48,17 @@ NO_SAMPLES = Samples("none", (), 1)
 
 @dataclass(frozen=True)
 class _KernelEvents:
-    """Event rows by name (durations and starts), for the names ops list as kernels."""
+    """Event rows by name (starts, wall durations and the durations samples are made of), for
+    the names ops list as kernels."""
 
     ts: dict[str, I64]
     dur: dict[str, I64]
+    sampled: dict[str, I64]  # wall time, or with `preempted` its on-CPU part
 
 
-def _kernel_events(trace: Trace, names: Iterable[str]) -> _KernelEvents:
+def _kernel_events(
+    trace: Trace, names: Iterable[str], preempted: I64 | None = None
+) -> _KernelEvents:
     wanted = set(names)
     ids = {index: text for index, text in enumerate(trace.strings) if text in wanted}
     work = (trace.kind != EventKind.INSTANT) & (trace.kind != EventKind.COUNTER)
@@ -62,6 +66,7 @@ def _kernel_events(trace: Trace, names: Iterable[str]) -> _KernelEvents:
     rows = rows[np.lexsort((trace.ts_ns[rows], trace.name[rows]))]
     ts: dict[str, I64] = {}
     dur: dict[str, I64] = {}
+    sampled: dict[str, I64] = {}
     if len(rows):
         names_of = trace.name[rows]
         bounds = np.flatnonzero(np.diff(names_of)) + 1
@@ -69,7 +74,8 @@ def _kernel_events(trace: Trace, names: Iterable[str]) -> _KernelEvents:
             name = ids[int(trace.name[chunk[0]])]
             ts[name] = trace.ts_ns[chunk]
             dur[name] = trace.dur_ns[chunk]
-    return _KernelEvents(ts, dur)
+            sampled[name] = dur[name] if preempted is None else dur[name] - preempted[chunk]
+    return _KernelEvents(ts, dur, sampled)
 
 
 def _scaled(values: I64, ratio: float) -> tuple[int, ...]:
@@ -111,13 +117,14 @@ def op_samples(
     ratio = op.profile.total_ns / measured
     ts = np.concatenate([events.ts[name] for name in kernels])
     dur = np.concatenate([events.dur[name] for name in kernels])
+    sampled = np.concatenate([events.sampled[name] for name in kernels])
     kernel = np.repeat(np.arange(len(kernels)), [len(events.ts[name]) for name in kernels])
     if len(windows) >= 2:
         starts = np.asarray([start for start, _ in windows], dtype=np.int64)
         ends = np.asarray([end for _, end in windows], dtype=np.int64)
         step = np.searchsorted(starts, ts, side="right") - 1
         inside = (step >= 0) & (ts < ends[np.maximum(step, 0)])
-        per_step = np.bincount(step[inside], weights=dur[inside], minlength=len(windows))
+        per_step = np.bincount(step[inside], weights=sampled[inside], minlength=len(windows))
         # A total no larger than the steps' events counted only them (TF's correlator leaves
         # out the untimed step its profiler session records before the markers): the share is
         # of the steps' events, or that step (stalled or not) would shrink every sample. A
@@ -125,7 +132,7 @@ def op_samples(
         in_steps = int(dur[inside].sum())
         if 0 < op.profile.total_ns <= in_steps:
             ratio = op.profile.total_ns / in_steps
-        typical = event_medians(step[inside], kernel[inside], dur[inside], len(windows))
+        typical = event_medians(step[inside], kernel[inside], sampled[inside], len(windows))
         return Samples(
             "step-markers",
             _scaled(per_step.astype(np.int64), ratio),
@@ -136,23 +143,26 @@ def op_samples(
         # Time order: consecutive runs of each kernel are the steps.
         step = np.concatenate([np.repeat(np.arange(steps), len(events.ts[name]) // steps)
                                for name in kernels])  # fmt: skip
-        per_step = np.bincount(step, weights=dur, minlength=steps).astype(np.int64)
-        typical = event_medians(step, kernel, dur, steps)
+        per_step = np.bincount(step, weights=sampled, minlength=steps).astype(np.int64)
+        typical = event_medians(step, kernel, sampled, steps)
         return Samples(
             "occurrence",
             _scaled(per_step, ratio),
             steps,
             None if typical is None else typical * ratio,
         )
-    return Samples("event-bootstrap", _scaled(dur, ratio), max(steps, 1))
+    return Samples("event-bootstrap", _scaled(sampled, ratio), max(steps, 1))
 
 
 def run_samples(
-    trace: Trace, ops: Sequence[ProfiledOp], steps: int
+    trace: Trace, ops: Sequence[ProfiledOp], steps: int, preempted: I64 | None = None
 ) -> tuple[dict[int, Samples], int]:
-    """Samples of every profiled op (by op index) and the number of step markers found."""
+    """Samples of every profiled op (by op index) and the number of step markers found. With
+    `preempted` (ns per event, `analyses/preemption.py`), samples are of on-CPU time: each
+    event's wall time less the time its thread waited for a CPU (an op's share of shared
+    events is still taken from wall time)."""
     names = {kernel for op in ops if op.profile for kernel in op.profile.kernels}
-    events = _kernel_events(trace, names)
+    events = _kernel_events(trace, names, preempted)
     windows = step_windows(trace, nested=False)  # one window per step
     found = {op.index: op_samples(op, events, windows, steps) for op in ops if op.profile}
     return found, len(windows)

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from irprof.analyses.preemption import Preemption, bundle_preemption
 from irprof.analyses.profiled_ops import ProfiledOp
 from irprof.analyses.run_diff_samples import STEP_METHODS, run_samples
 from irprof.bundle import RunBundle
@@ -27,6 +28,18 @@ STAT_LABELS: dict[str, str] = {
     "min": "fastest step x steps",
     "mean": "mean step x steps",
 }
+
+
+TimeBasis = Literal["oncpu", "wall"]
+TIME_BASES: tuple[TimeBasis, ...] = ("oncpu", "wall")
+
+
+def parse_time_basis(text: str) -> TimeBasis:
+    """`text` as a time basis (a UsageError naming `--time` otherwise)."""
+    for basis in TIME_BASES:
+        if text == basis:
+            return basis
+    raise UsageError(f"--time {text!r}: expected one of {'|'.join(TIME_BASES)}")
 
 
 def parse_stat(text: str, *, option: str = "--stat") -> Stat:
@@ -55,17 +68,35 @@ class StepSamples:
     method: str  # "step-markers", "occurrence" or "none"
     # Per op: its typical step, event by event (`run_diff_samples.Samples.typical_ns`).
     typical: Mapping[int, float] = field(default_factory=dict)
+    # Set when the samples are of on-CPU time (the capture recorded the scheduler).
+    preemption: Preemption | None = None
+
+    @property
+    def oncpu_note(self) -> str:
+        """What the samples subtracted, for table headers ("" for wall-time samples)."""
+        found = self.preemption
+        if found is None:
+            return ""
+        events = found.matched_events + found.unmatched_events
+        return (
+            "on-CPU time: each event's waits for a CPU (preempted, or woken and not yet "
+            f"running) subtracted; {found.matched_events:,} of {events:,} events on threads "
+            "the scheduler record matched"
+        )
 
 
 NO_STEP_SAMPLES = StepSamples({}, 0, "none")
 
 
-def load_step_samples(trace: Trace, ops: Sequence[ProfiledOp], steps: int) -> StepSamples:
+def load_step_samples(
+    trace: Trace, ops: Sequence[ProfiledOp], steps: int, preemption: Preemption | None = None
+) -> StepSamples:
     """The per-step samples of `ops` from the trace's step markers (or, without markers,
     consecutive kernel runs when their count is a multiple of `steps`); ops with only a
-    total or single events are left out."""
+    total or single events are left out. With `preemption`, of on-CPU time."""
     # An inclusive call repeats its callee's time: rankings and step totals leave it out.
-    found, _ = run_samples(trace, [op for op in ops if not op.inclusive], steps)
+    preempted = None if preemption is None else preemption.preempted_ns
+    found, _ = run_samples(trace, [op for op in ops if not op.inclusive], steps, preempted)
     kept = {index: item for index, item in found.items() if item.method in STEP_METHODS}
     if not kept:
         return NO_STEP_SAMPLES
@@ -81,17 +112,21 @@ def load_step_samples(trace: Trace, ops: Sequence[ProfiledOp], steps: int) -> St
     typical = {
         index: typical_ns for index in values if (typical_ns := kept[index].typical_ns) is not None
     }
-    return StepSamples(values, len(first.values), first.method, typical)
+    return StepSamples(values, len(first.values), first.method, typical, preemption)
 
 
-def bundle_step_samples(bundle: RunBundle, ops: Sequence[ProfiledOp]) -> StepSamples:
-    """The per-step samples of `ops` from the bundle's trace and step count; none when the
-    bundle has no readable trace (rankings then fall back to the sum, and say so)."""
+def bundle_step_samples(
+    bundle: RunBundle, ops: Sequence[ProfiledOp], time: TimeBasis = "oncpu"
+) -> StepSamples:
+    """The per-step samples of `ops` from the bundle's trace and step count, of on-CPU time
+    when the capture recorded the scheduler (and `time` is "oncpu"); none when the bundle has
+    no readable trace (rankings then fall back to the sum, and say so)."""
     try:
         trace = bundle.trace()
     except IrprofError:
         return NO_STEP_SAMPLES
-    return load_step_samples(trace, ops, bundle.manifest().steps)
+    found = bundle_preemption(bundle, trace) if time == "oncpu" else None
+    return load_step_samples(trace, ops, bundle.manifest().steps, found)
 
 
 def stat_estimate(values: Sequence[int], stat: Stat, total_ns: int) -> int:

@@ -13,6 +13,7 @@ from irprof.analyses.profiled_ops import ProfiledModule
 from irprof.analyses.roofline import Roofline, roofline
 from irprof.analyses.step_stats import (
     Stat,
+    TimeBasis,
     bundle_step_samples,
     noise_verdict,
     step_totals,
@@ -45,12 +46,14 @@ def load_top_view(
     with_roofline: bool = False,
     peaks: MachinePeaks | None = None,
     stat: Stat = "median",
+    time: TimeBasis = "oncpu",
 ) -> TopView:
     """The hottest rows of an annotated level (default: the first) ranked by `stat` of their
     per-step times, with the run's outliers and noise verdict, and their roofline when
-    `with_roofline` (against `peaks`; without them, achieved rates only)."""
+    `with_roofline` (against `peaks`; without them, achieved rates only). `time`: "oncpu" takes
+    each event's waits for a CPU out of the samples when the capture recorded them."""
     loaded = load_annotated_level(bundle, level)
-    samples = bundle_step_samples(bundle, loaded.profiled.ops)
+    samples = bundle_step_samples(bundle, loaded.profiled.ops, time)
     table = hotspots(
         loaded.profiled.ops,
         by=by,
@@ -63,7 +66,11 @@ def load_top_view(
         typical=samples.typical,
     )
     noise = bundle.manifest().options.get("noise")
-    table = replace(table, noise=noise_verdict(step_totals(samples), noise))
+    table = replace(
+        table,
+        noise=noise_verdict(step_totals(samples), noise),
+        oncpu_note=samples.oncpu_note,
+    )
     points = None
     if with_roofline:
         points = roofline(table, loaded.profiled, loaded.module, level=loaded.level, peaks=peaks)

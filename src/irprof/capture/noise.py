@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from irprof.bundle import RunBundle
+from irprof.capture.sched_trace import SCHED_FILE, recording_sched
 
 PROC_STAT = Path("/proc/stat")
 STEAL_FIELD = 8  # `cpu user nice system idle iowait irq softirq steal ...`: the 8th number
@@ -77,19 +78,27 @@ def noise_record(before: NoiseSnapshot, after: NoiseSnapshot) -> dict[str, Any]:
 
 
 @contextlib.contextmanager
-def measured_noise() -> Iterator[dict[str, Any]]:
+def measured_noise(sched_out: Path | None = None) -> Iterator[dict[str, Any]]:
     """Read the machine before the block and after it; the yielded dict is the block's
-    `options.noise` record once the block has run."""
+    `options.noise` record once the block has run. With `sched_out`, the scheduler events of
+    the block's child processes are recorded there too (`capture/sched_trace.py`), and the
+    record's `sched` says whether they were."""
     record: dict[str, Any] = {}
     before = noise_snapshot()
-    yield record
+    if sched_out is None:
+        yield record
+    else:
+        with recording_sched(sched_out) as sched:
+            yield record
+        record["sched"] = sched
     record.update(noise_record(before, noise_snapshot()))
 
 
 @contextlib.contextmanager
 def recording_noise(folder: Path) -> Iterator[None]:
-    """Around a child that writes `folder/manifest.json`: add `options.noise` to it after."""
-    with measured_noise() as record:
+    """Around a child that writes `folder/manifest.json`: add `options.noise` to it after, and
+    record the child's scheduler events in `folder/sched.json` when the machine allows."""
+    with measured_noise(folder / SCHED_FILE) as record:
         yield
     bundle = RunBundle(folder)
     if not bundle.manifest_path.is_file():

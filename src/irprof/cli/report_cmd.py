@@ -9,7 +9,7 @@ import typer
 from rich.console import Console
 
 from irprof.analyses.machine_peaks import resolve_peaks
-from irprof.analyses.step_stats import parse_stat
+from irprof.analyses.step_stats import parse_stat, parse_time_basis
 from irprof.api import open_run
 from irprof.cli.outputs import check_outputs
 from irprof.cli.peak_options import PeakGbpsOption, PeakGflopsOption, PeaksOption
@@ -39,10 +39,19 @@ def report(
             "--stat", help="Rank hotspots by median | sum | min | mean of the per-step times."
         ),
     ] = "median",
+    time: Annotated[
+        str,
+        typer.Option(
+            "--time",
+            help="oncpu: per-step times less waits for a CPU, when the capture recorded the "
+            "scheduler (else wall) | wall: as the profiler measured them.",
+        ),
+    ] = "oncpu",
 ) -> None:
     """Write one static HTML file: summary, hotspots, scopes, rollups, roofline, op graph, DAG,
     coverage gaps (and a diff with --against)."""
     ranking = parse_stat(stat)
+    basis = parse_time_basis(time)
     inputs = [run, run / "dag.json", *([against] if against is not None else [])]
     check_outputs({"-o": output if output is not None else run / "report.html"}, inputs)
     bundle = open_run(run)
@@ -54,6 +63,7 @@ def report(
         against=other,
         peaks=machine,
         stat=ranking,
+        time=basis,
     )
     levels = ", ".join(bundle.annotated_levels())
     console = Console(highlight=False, stderr=True)

@@ -11,7 +11,7 @@ from rich.console import Console
 
 from irprof.analyses.hotspots import GROUP_BYS
 from irprof.analyses.machine_peaks import resolve_peaks
-from irprof.analyses.step_stats import parse_stat
+from irprof.analyses.step_stats import parse_stat, parse_time_basis
 from irprof.api import open_run
 from irprof.cli.outputs import check_outputs
 from irprof.cli.peak_options import PeakGbpsOption, PeakGflopsOption, PeaksOption
@@ -34,6 +34,14 @@ def top(
             "median: one stalled step cannot move it.",
         ),
     ] = "median",
+    time: Annotated[
+        str,
+        typer.Option(
+            "--time",
+            help="oncpu: per-step times less each event's waits for a CPU, when the capture "
+            "recorded the scheduler (else wall) | wall: as the profiler measured them.",
+        ),
+    ] = "oncpu",
     level: Annotated[
         str | None, typer.Option("--level", help="Annotated IR level (default: first).")
     ] = None,
@@ -68,6 +76,7 @@ def top(
     if by not in GROUP_BYS:
         raise UsageError(f"--by {by!r}: expected one of {'|'.join(GROUP_BYS)}")
     ranking = parse_stat(stat)
+    basis = parse_time_basis(time)
     shown = parse_text_format(output_format)
     if svg is not None and not roofline:
         raise UsageError("--svg draws the roofline: add --roofline")
@@ -82,6 +91,7 @@ def top(
         roofline=roofline,
         peaks=machine,
         stat=ranking,
+        time=basis,
     )
     if shown != "table":
         text = tabular_csv(view.table) if shown == "csv" else tabular_json(view.table).decode()

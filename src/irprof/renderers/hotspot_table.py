@@ -184,6 +184,8 @@ def step_notes(table: HotspotTable) -> str:
             )
         if len(table.outliers) > OUTLIERS_SHOWN:
             lines.append(f"  ... {len(table.outliers) - OUTLIERS_SHOWN} more")
+    if table.oncpu_note and table.stat != "sum":
+        lines.append(table.oncpu_note)
     if table.noise is not None:
         lines += [f"warning: {text}" for text in table.noise.warnings]
     return "\n".join(lines)

@@ -15,6 +15,7 @@ from typing import Any
 
 from irprof.bundle import Manifest, RunBundle, fingerprint_files
 from irprof.capture.noise import measured_noise
+from irprof.capture.sched_trace import SCHED_FILE
 from irprof.capture.subprocess_run import (
     check_capture_arguments,
     model_label,
@@ -100,7 +101,7 @@ def capture_tf(
     with staged_bundle(out_path) as staging:
         work = staging / ".work"
         work.mkdir()
-        with measured_noise() as noise:
+        with measured_noise(staging / SCHED_FILE) as noise:
             result = _run_child(script_path, work, opts)
         result["noise"] = noise
         _write_bundle(RunBundle(staging), script_path, out_path, work, result, opts)

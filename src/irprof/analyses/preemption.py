@@ -1,0 +1,154 @@
+"""How much of each event its thread spent preempted: runnable waits subtracted from wall time.
+
+The capture's scheduler record (`RUN/sched.json`, `capture/sched_trace.py`) says when each of
+its threads was runnable but not running. An event's preempted time is the overlap of its
+interval with its thread's waits; rankings use the rest, the time the op had a CPU
+(docs/views.md, "Preempted time"). Coverage and the raw sums keep wall time.
+
+Which thread ran a track. PyTorch's events carry OS thread ids; XPlane lines carry the
+profiler's own thread ids (a hash of the thread handle in recent TSL), so tracks are matched to
+threads by structure: a thread must be on a CPU when it stamps an event's start and its end, so
+the track's thread is the one whose on-CPU intervals contain (nearly) all of the track's
+stamps. A track is matched only when one thread holds at least `MATCH_FLOOR` of its stamps and
+no other comes within `MATCH_MARGIN`; unmatched tracks keep their wall time, and the counts of
+matched and unmatched events are reported.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import msgspec
+import numpy as np
+import numpy.typing as npt
+
+from irprof.bundle import RunBundle
+from irprof.capture.sched_trace import SCHED_FILE, SchedRecord, ThreadSched
+from irprof.errors import BundleError
+from irprof.trace.model import EventKind, Trace
+
+I64 = npt.NDArray[np.int64]
+SLACK_NS = 2_000  # ftrace stamps are whole microseconds; the profilers read their own clock
+MATCH_FLOOR = 0.95  # share of a track's stamps inside one thread's CPU intervals...
+MATCH_MARGIN = 0.2  # ...and ahead of the next thread by this much
+MAX_STAMPS = 4096  # stamps per track tried (evenly spaced): enough to tell threads apart
+MAX_DRIFT_NS = 1_000_000  # a clock offset that moved more than this during the steps: unusable
+
+
+@dataclass(frozen=True)
+class Preemption:
+    """Per-event preempted ns (0 where unknown) and how much of the trace it covers."""
+
+    preempted_ns: I64
+    matched_events: int
+    unmatched_events: int
+    threads: dict[int, int]  # track index -> OS thread id
+
+    @property
+    def total_ns(self) -> int:
+        """Preempted time summed over all events (nested events count in each)."""
+        return int(self.preempted_ns.sum())
+
+
+def read_sched(bundle: RunBundle) -> SchedRecord | None:
+    """The bundle's scheduler record, or None when the capture did not record one."""
+    path = bundle.root / SCHED_FILE
+    if not path.is_file():
+        return None
+    try:
+        return msgspec.json.decode(path.read_bytes(), type=SchedRecord, strict=True)
+    except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError) as exc:
+        raise BundleError(f"{path}: not a scheduler record: {exc}") from exc
+
+
+def _pairs(flat: list[int]) -> tuple[I64, I64]:
+    values = np.asarray(flat, dtype=np.int64)
+    if len(values) % 2:
+        values = values[:-1]
+    return values[0::2], values[1::2]
+
+
+def inside(starts: I64, ends: I64, points: I64, slack: int = SLACK_NS) -> npt.NDArray[np.bool_]:
+    """Whether each point lies in one of the sorted, disjoint intervals [start, end], widened by
+    `slack` on both sides."""
+    if not len(starts):
+        return np.zeros(len(points), dtype=bool)
+    index = np.searchsorted(starts, points + slack, side="right") - 1
+    ok = index >= 0
+    safe = np.maximum(index, 0)
+    return ok & (points <= ends[safe] + slack)
+
+
+def overlap_ns(starts: I64, ends: I64, begin: I64, end: I64) -> I64:
+    """For each [begin, end), its overlap with the union of sorted, disjoint [start, end)
+    intervals, through the running total of interval time before each instant."""
+    if not len(starts) or not len(begin):
+        return np.zeros(len(begin), dtype=np.int64)
+    before = np.concatenate(([0], np.cumsum(ends - starts)))
+
+    def covered(at: I64) -> I64:
+        index = np.searchsorted(starts, at, side="right")  # intervals starting at or before
+        last = np.maximum(index - 1, 0)
+        partial = np.clip(at - starts[last], 0, ends[last] - starts[last])
+        return np.asarray(before[np.maximum(index - 1, 0)] + np.where(index > 0, partial, 0),
+                          dtype=np.int64)  # fmt: skip
+
+    return covered(end) - covered(begin)
+
+
+def _stamps(trace: Trace, rows: I64) -> I64:
+    if len(rows) > MAX_STAMPS // 2:
+        rows = rows[np.linspace(0, len(rows) - 1, MAX_STAMPS // 2).astype(np.int64)]
+    return np.concatenate((trace.ts_ns[rows], trace.ts_ns[rows] + trace.dur_ns[rows]))
+
+
+def match_threads(trace: Trace, record: SchedRecord) -> dict[int, ThreadSched]:
+    """Track index -> the thread that ran it, for the tracks one thread clearly ran."""
+    oncpu = {thread.tid: _pairs(thread.oncpu) for thread in record.threads}
+    by_tid = {thread.tid: thread for thread in record.threads}
+    host = ~np.isin(trace.kind, [int(kind) for kind in (EventKind.INSTANT, EventKind.COUNTER)])
+    timed = host & (trace.dur_ns > 0)
+    device = np.isin(trace.kind, [int(kind) for kind in EventKind if kind.on_device])
+    matched: dict[int, ThreadSched] = {}
+    for track in np.unique(trace.track[timed & ~device]).tolist():
+        rows = np.flatnonzero((trace.track == track) & timed & ~device)
+        stamps = _stamps(trace, rows)
+        scores = sorted(
+            ((float(inside(*oncpu[tid], stamps).mean()), tid) for tid in oncpu), reverse=True
+        )
+        if not scores or scores[0][0] < MATCH_FLOOR:
+            continue
+        if len(scores) > 1 and scores[0][0] - scores[1][0] < MATCH_MARGIN:
+            continue
+        matched[int(track)] = by_tid[scores[0][1]]
+    return matched
+
+
+def preemption(trace: Trace, record: SchedRecord) -> Preemption | None:
+    """Each event's preempted ns; None when the record cannot be trusted (dropped events, a
+    clock offset that moved, no track matched)."""
+    if record.lost_events or record.offset_drift_ns > MAX_DRIFT_NS:
+        return None
+    threads = match_threads(trace, record)
+    if not threads:
+        return None
+    preempted = np.zeros(len(trace.ts_ns), dtype=np.int64)
+    matched = 0
+    for track, thread in threads.items():
+        rows = np.flatnonzero(trace.track == track)
+        starts, ends = _pairs(thread.runnable)
+        begin = trace.ts_ns[rows]
+        preempted[rows] = overlap_ns(starts, ends, begin, begin + trace.dur_ns[rows])
+        matched += len(rows)
+    return Preemption(
+        preempted,
+        matched,
+        len(trace.ts_ns) - matched,
+        {track: thread.tid for track, thread in threads.items()},
+    )
+
+
+def bundle_preemption(bundle: RunBundle, trace: Trace) -> Preemption | None:
+    """The preempted time of the bundle's trace, when its capture recorded the scheduler."""
+    record = read_sched(bundle)
+    return None if record is None else preemption(trace, record)

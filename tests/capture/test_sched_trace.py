@@ -1,0 +1,161 @@
+"""The scheduler record: ftrace's sched_switch/sched_wakeup text read into per-thread intervals,
+and a real recording around child processes competing for the cores.
+
+The parsing cases are hand-written ftrace lines whose intervals are worked out below each one.
+The recording case runs real children under the kernel's scheduler: one spins while as many
+spinners as cores compete with it (it must have waited for a CPU), one sleeps (a voluntary
+sleep is no wait).
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import msgspec
+
+from irprof.capture import sched_trace
+from irprof.capture.sched_trace import (
+    SchedRecord,
+    ThreadSched,
+    parse_sched_text,
+    recording_sched,
+)
+
+S = 1_000_000_000
+US = 1000
+OFFSET = 1_700_000_000 * S  # realtime - monotonic, as if the machine booted at that epoch
+
+
+def line(task: str, cpu: int, stamp: str, body: str) -> str:
+    return f"          {task} [{cpu:03d}] d..2. {stamp}: {body}"
+
+
+def switch(prev: str, prev_pid: int, state: str, nxt: str, next_pid: int) -> str:
+    return (
+        f"sched_switch: prev_comm={prev} prev_pid={prev_pid} prev_prio=120 prev_state={state} "
+        f"==> next_comm={nxt} next_pid={next_pid} next_prio=120"
+    )
+
+
+def ns(stamp: str) -> int:
+    seconds, micros = stamp.split(".")
+    return int(seconds) * S + int(micros) * US + OFFSET
+
+
+TEXT = "\n".join(
+    [
+        "# tracer: nop",
+        "#           TASK-PID     CPU#  |||||  TIMESTAMP  FUNCTION",
+        line("irprof-100", 0, "10.000000",
+             "sched_process_fork: comm=irprof pid=100 child_comm=irprof child_pid=200"),
+        line("irprof-200", 1, "10.000100",
+             "sched_process_fork: comm=irprof pid=200 child_comm=my worker child_pid=201"),
+        # 200 runs from 10.000200, is preempted (R) at 10.001000 by a spinner (900, not ours)
+        line("<idle>-0", 1, "10.000200", switch("swapper/1", 0, "R", "irprof", 200)),
+        line("irprof-200", 1, "10.001000", switch("irprof", 200, "R", "spin", 900)),
+        # ... and runs again at 10.004000: runnable 10.001000-10.004000
+        line("spin-900", 1, "10.004000", switch("spin", 900, "R+", "irprof", 200)),
+        # the worker (comm with a space) sleeps (S) at 10.004500: no wait while asleep
+        line("<idle>-0", 0, "10.004100", switch("swapper/0", 0, "R", "my worker", 201)),
+        line("my worker-201", 0, "10.004500", switch("my worker", 201, "S", "swapper/0", 0)),
+        # woken at 10.006000, switched in at 10.006250: runnable 10.006000-10.006250
+        line("irprof-200", 1, "10.006000",
+             "sched_wakeup: comm=my worker pid=201 prio=120 target_cpu=000"),
+        line("spin-900", 0, "10.006250", switch("spin", 900, "R", "my worker", 201)),
+        # a wakeup of a running thread changes nothing
+        line("irprof-200", 1, "10.006300",
+             "sched_wakeup: comm=irprof pid=200 prio=120 target_cpu=001"),
+        line("irprof-200", 1, "10.007000", switch("irprof", 200, "D", "spin", 900)),
+    ]
+)  # fmt: skip
+
+
+def test_parse_intervals_of_the_process_tree_only() -> None:
+    threads = {thread.tid: thread for thread in parse_sched_text(TEXT, OFFSET, root=100)}
+    # The spinner and the idle task are not ours; the root never ran here.
+    assert set(threads) == {200, 201}
+    main, worker = threads[200], threads[201]
+    assert main.oncpu == [ns("10.000200"), ns("10.001000"), ns("10.004000"), ns("10.007000")]
+    assert main.runnable == [ns("10.001000"), ns("10.004000")]
+    assert worker.comm == "my worker"
+    assert worker.oncpu == [ns("10.004100"), ns("10.004500")]  # still running at the end
+    assert worker.runnable == [ns("10.006000"), ns("10.006250")]
+
+
+def test_parse_follows_forks_from_the_root_only() -> None:
+    # From 200's point of view 100 is not a descendant: only 200 and its thread.
+    assert {thread.tid for thread in parse_sched_text(TEXT, OFFSET, root=200)} == {200, 201}
+    assert parse_sched_text(TEXT, OFFSET, root=999) == []
+
+
+def test_parse_touching_switches_leave_no_empty_wait() -> None:
+    # Switched out runnable and in again at the same microsecond: no zero-length wait.
+    text = "\n".join(
+        [
+            line("<idle>-0", 0, "5.000000", switch("swapper/0", 0, "R", "a", 7)),
+            line("a-7", 0, "5.000010", switch("a", 7, "R", "b", 8)),
+            line("b-8", 0, "5.000010", switch("b", 8, "R", "a", 7)),
+        ]
+    )
+    (thread,) = parse_sched_text(text, 0, root=7)
+    assert thread.runnable == []
+    assert thread.oncpu == [5 * S, 5 * S + 10 * US]
+
+
+SPIN = "import time\nend = time.monotonic() + {s}\nwhile time.monotonic() < end: pass\n"
+
+
+def test_recording_a_real_child_that_competes_for_the_cores(tmp_path: Path) -> None:
+    """A child spinning for 1.5 s beside one spinner per core must wait for a CPU; a child
+    sleeping 0.5 s is not waiting meanwhile (its sleep is voluntary). Where the machine cannot
+    record the scheduler (no tracefs, not root), the status says why and no file is written."""
+    out = tmp_path / "sched.json"
+    cores = os.cpu_count() or 1
+    spinners = [subprocess.Popen([sys.executable, "-c", SPIN.format(s=4.0)]) for _ in range(cores)]
+    try:
+        with recording_sched(out) as status:
+            spinning = subprocess.Popen([sys.executable, "-c", SPIN.format(s=1.5)])
+            sleeping = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(0.5)"])
+            assert spinning.wait(timeout=60) == 0
+            assert sleeping.wait(timeout=60) == 0
+    finally:
+        for spinner in spinners:
+            spinner.kill()
+            spinner.wait()
+    _, _, reason = sched_trace._tracefs()
+    if reason:  # this machine cannot record it: the capture says why, and writes nothing
+        assert status == {"recorded": False, "reason": reason}
+        assert not out.exists()
+        return
+    assert status["recorded"] is True, status
+    record = msgspec.json.decode(out.read_bytes(), type=SchedRecord)
+    assert record.lost_events == 0
+    threads = {thread.tid: thread for thread in record.threads}
+    assert spinning.pid in threads and sleeping.pid in threads
+
+    def total(flat: list[int]) -> int:
+        return sum(end - start for start, end in zip(flat[0::2], flat[1::2], strict=True))
+
+    def merged(thread: ThreadSched) -> list[tuple[int, int]]:
+        flat = thread.oncpu + thread.runnable
+        return sorted(zip(flat[0::2], flat[1::2], strict=True))
+
+    # The spinner never sleeps: from its first interval to its last it either had a CPU or
+    # waited for one, and with one more spinner than cores it waited.
+    spun = merged(threads[spinning.pid])
+    life = spun[-1][1] - spun[0][0]
+    assert sum(end - start for start, end in spun) >= 0.98 * life
+    assert total(threads[spinning.pid].runnable) > 0
+    assert life >= 1.4 * S
+    # The sleeper's 0.5 s asleep is neither on a CPU nor a wait: a gap of about that length.
+    slept = merged(threads[sleeping.pid])
+    gaps = [later[0] - earlier[1] for earlier, later in itertools.pairwise(slept)]
+    assert max(gaps) >= 0.45 * S, gaps
+    # Realtime stamps: within the test's own realtime window.
+    now = time.time_ns()
+    assert now - 120 * S < spun[0][0] < now
