@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from irprof.analyses.annotated_level import AnnotatedLevel, load_annotated_level
-from irprof.analyses.preemption import bundle_preemption
 from irprof.analyses.profiled_ops import ProfiledModule, ProfiledOp
 from irprof.analyses.run_diff_match import FusionChange, OpPair, fusion_changes, match_ops
 from irprof.analyses.run_diff_samples import (
@@ -314,10 +313,7 @@ def load_diff_side(
     the level when the caller has already loaded it)."""
     loaded = loaded or load_annotated_level(bundle, level)
     steps = bundle.manifest().steps
-    trace = bundle.trace()
-    found = bundle_preemption(bundle, trace)
-    preempted = None if found is None else found.preempted_ns
-    samples, markers = run_samples(trace, loaded.profiled.ops, steps, preempted)
+    samples, markers = run_samples(bundle.trace(), loaded.profiled.ops, steps)
     return DiffSide(
         label=label or str(bundle.root),
         level=loaded.level,
