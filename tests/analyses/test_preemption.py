@@ -16,11 +16,13 @@ from hypothesis import strategies as st
 
 from irprof.analyses.preemption import (
     MATCH_FLOOR,
+    effective_waits,
     inside,
     match_threads,
     overlap_ns,
     preemption,
     read_sched,
+    union,
 )
 from irprof.analyses.profiled_ops import ProfiledOp
 from irprof.analyses.run_diff_samples import run_samples
@@ -187,3 +189,45 @@ def test_a_bundle_without_a_record_has_none_and_a_bad_one_is_named(tmp_path: Pat
     (tmp_path / SCHED_FILE).write_bytes(b'{"version": 1, "threads": "\xff"}')
     with pytest.raises(BundleError, match=SCHED_FILE):
         read_sched(bundle)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, GRID), st.integers(0, GRID)), max_size=8))
+def test_union_covers_exactly_the_instants_of_its_parts(spans: list[tuple[int, int]]) -> None:
+    starts = np.asarray([a for a, _ in spans], dtype=np.int64)
+    ends = np.asarray([b for _, b in spans], dtype=np.int64)
+    got_s, got_e = union(starts, ends)
+    covered = {t for a, b in spans for t in range(a, b)}
+    assert {
+        t for a, b in zip(got_s.tolist(), got_e.tolist(), strict=True) for t in range(a, b)
+    } == covered
+    # Disjoint and not touching: each interval starts after the previous one ends.
+    assert all(
+        later > earlier
+        for earlier, later in zip(got_e[:-1].tolist(), got_s[1:].tolist(), strict=True)
+    )
+
+
+def test_a_caller_blocked_on_a_preempted_worker_loses_the_workers_wait() -> None:
+    """The main thread sleeps 2-6 ms inside step 0's conv until worker 104 wakes it; the worker
+    waited for a CPU 1-3 ms and 5-8 ms. The conv (2-6 ms) loses the worker's waits inside the
+    sleep (2-3 ms and 5-6 ms) and its own (none there); a sleep no thread of the capture ended
+    (12-14 ms) loses nothing."""
+    trace = two_thread_trace()
+    main = ThreadSched(
+        101,
+        "python",
+        flat([(0, 500 * US), (1_500 * US, 2 * MS), (6 * MS, 12 * MS), (14 * MS, 30 * MS)]),
+        [],
+        [2 * MS, 6 * MS, 104],
+    )
+    worker = ThreadSched(
+        104, "omp", flat([(3 * MS, 5 * MS)]), flat([(1 * MS, 3 * MS), (5 * MS, 8 * MS)])
+    )
+    io = ThreadSched(102, "worker", WORKER.oncpu, [])
+    found = preemption(trace, record([main, worker, io]))
+    assert found is not None and found.threads[0] == 101
+    conv = [row for row in range(len(trace)) if trace.strings[trace.name[row]] == "conv"]
+    assert [int(found.preempted_ns[row]) for row in conv] == [2 * MS, 0, 0]
+    waits = effective_waits(main, {t.tid: t for t in (main, worker, io)})
+    assert [a.tolist() for a in waits] == [[2 * MS, 5 * MS], [3 * MS, 6 * MS]]

@@ -85,6 +85,9 @@ def test_parse_intervals_of_the_process_tree_only() -> None:
     assert worker.comm == "my worker"
     assert worker.oncpu == [ns("10.004100"), ns("10.004500")]  # still running at the end
     assert worker.runnable == [ns("10.006000"), ns("10.006250")]
+    # 200 ended the worker's sleep from process context: blocked on 200 meanwhile.
+    assert worker.blocked == [ns("10.004500"), ns("10.006000"), 200]
+    assert main.blocked == []
 
 
 def test_parse_follows_forks_from_the_root_only() -> None:
@@ -105,6 +108,35 @@ def test_parse_touching_switches_leave_no_empty_wait() -> None:
     (thread,) = parse_sched_text(text, 0, root=7)
     assert thread.runnable == []
     assert thread.oncpu == [5 * S, 5 * S + 10 * US]
+
+
+def test_a_sleep_an_interrupt_or_an_outside_task_ended_is_blocked_on_no_thread() -> None:
+    wake = "sched_wakeup: comm=a pid=7 prio=120 target_cpu=000"
+    text = "\n".join(
+        [
+            line("x-1", 0, "1.000000", "sched_process_fork: comm=x pid=1 child_comm=a child_pid=7"),
+            line("x-1", 0, "1.000000", "sched_process_fork: comm=x pid=1 child_comm=b child_pid=8"),
+            line("a-7", 0, "1.000010", switch("a", 7, "S", "b", 8)),
+            # a timer interrupt (h) while b runs: no thread of ours ended the sleep
+            f"               b-8     [000] dNh3. 1.000020: {wake}",
+            line("b-8", 0, "1.000030", switch("b", 8, "R", "a", 7)),
+            line("a-7", 0, "1.000040", switch("a", 7, "S", "spin", 900)),
+            # a task outside the tree woke it, in process context
+            line("spin-900", 0, "1.000050", wake),
+            line("spin-900", 0, "1.000060", switch("spin", 900, "R", "a", 7)),
+            line("a-7", 0, "1.000070", switch("a", 7, "D", "b", 8)),
+            # b, ours, woke it in process context: blocked on b
+            line("b-8", 0, "1.000090", wake),
+        ]
+    )
+    threads = {thread.tid: thread for thread in parse_sched_text(text, 0, root=1)}
+    assert threads[7].blocked == [1 * S + 70 * US, 1 * S + 90 * US, 8]
+    assert threads[7].runnable == [
+        1 * S + 20 * US,
+        1 * S + 30 * US,
+        1 * S + 50 * US,
+        1 * S + 60 * US,
+    ]
 
 
 SPIN = "import time\nend = time.monotonic() + {s}\nwhile time.monotonic() < end: pass\n"

@@ -1,8 +1,10 @@
 """How much of each event its thread spent preempted: runnable waits subtracted from wall time.
 
 The capture's scheduler record (`RUN/sched.json`, `capture/sched_trace.py`) says when each of
-its threads was runnable but not running. An event's preempted time is the overlap of its
-interval with its thread's waits; rankings use the rest, the time the op had a CPU
+its threads was runnable but not running, and which thread ended each of its sleeps. An
+event's preempted time is the overlap of its interval with its thread's waits, counting, while
+it slept until another thread of the capture woke it, that thread's waits (an op waiting for
+its workers is stretched by their preemption); rankings use the rest, the time the op had a CPU
 (docs/views.md, "Preempted time"). Coverage and the raw sums keep wall time.
 
 Which thread ran a track. PyTorch's events carry OS thread ids; XPlane lines carry the
@@ -96,6 +98,45 @@ def overlap_ns(starts: I64, ends: I64, begin: I64, end: I64) -> I64:
     return covered(end) - covered(begin)
 
 
+def union(starts: I64, ends: I64) -> tuple[I64, I64]:
+    """The union of [start, end) intervals as sorted, disjoint intervals (touching ones
+    merged)."""
+    keep = ends > starts
+    starts, ends = starts[keep], ends[keep]
+    if not len(starts):
+        return starts, ends
+    order = np.argsort(starts, kind="stable")
+    starts, ends = starts[order], ends[order]
+    reach = np.maximum.accumulate(ends)
+    first = np.concatenate(([True], starts[1:] > reach[:-1]))
+    heads = np.flatnonzero(first)
+    return starts[heads], np.maximum.reduceat(ends, heads)
+
+
+def effective_waits(thread: ThreadSched, threads: dict[int, ThreadSched]) -> tuple[I64, I64]:
+    """When `thread` waited for a CPU: its own runnable waits, and while it slept until another
+    thread woke it, that thread's runnable waits (it was waiting for that thread's work: a
+    worker preempted while the caller waits is the caller's preempted time). One level: a
+    waker's own sleeps are not followed."""
+    starts, ends = _pairs(thread.runnable)
+    parts_s, parts_e = [starts], [ends]
+    blocked = np.asarray(thread.blocked, dtype=np.int64).reshape(-1, 3)
+    for waker in np.unique(blocked[:, 2]).tolist():
+        if waker not in threads:
+            continue
+        ws, we = _pairs(threads[waker].runnable)
+        if not len(ws):
+            continue
+        mine = blocked[blocked[:, 2] == waker]
+        for sleep_start, sleep_end in mine[:, :2].tolist():
+            lo = int(np.searchsorted(we, sleep_start, side="right"))
+            hi = int(np.searchsorted(ws, sleep_end, side="left"))
+            if hi > lo:
+                parts_s.append(np.maximum(ws[lo:hi], sleep_start))
+                parts_e.append(np.minimum(we[lo:hi], sleep_end))
+    return union(np.concatenate(parts_s), np.concatenate(parts_e))
+
+
 def _stamps(trace: Trace, rows: I64) -> I64:
     if len(rows) > MAX_STAMPS // 2:
         rows = rows[np.linspace(0, len(rows) - 1, MAX_STAMPS // 2).astype(np.int64)]
@@ -134,9 +175,10 @@ def preemption(trace: Trace, record: SchedRecord) -> Preemption | None:
         return None
     preempted = np.zeros(len(trace.ts_ns), dtype=np.int64)
     matched = 0
+    by_tid = {thread.tid: thread for thread in record.threads}
     for track, thread in threads.items():
         rows = np.flatnonzero(trace.track == track)
-        starts, ends = _pairs(thread.runnable)
+        starts, ends = effective_waits(thread, by_tid)
         begin = trace.ts_ns[rows]
         preempted[rows] = overlap_ns(starts, ends, begin, begin + trace.dur_ns[rows])
         matched += len(rows)

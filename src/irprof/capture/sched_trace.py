@@ -5,10 +5,13 @@ by the time other processes ran. The scheduler knows exactly when: around the ch
 the steps, the capture records Linux's `sched:sched_switch` and `sched:sched_wakeup` events of
 its own process tree in a private ftrace instance (tracefs `instances/irprof-<pid>`, following
 forks with `set_event_pid` and `options/event-fork`, clock `mono`), and keeps, per thread, the
-intervals it was on a CPU and the intervals it was runnable and waiting for one (switched out
-while runnable, or woken and not yet switched in). `analyses/preemption.py` subtracts the waits
-from the events they overlap. A voluntary sleep (a lock, I/O, `time.sleep`) is not a wait:
-it stays in the op's time.
+intervals it was on a CPU, the intervals it was runnable and waiting for one (switched out
+while runnable, or woken and not yet switched in), and its sleeps that another thread of the
+tree ended (the thread it was blocked on: a worker it waited for). `analyses/preemption.py`
+subtracts the waits from the events they overlap. A voluntary sleep (a lock, I/O,
+`time.sleep`) is not a wait and stays in the op's time; only while another thread of the
+capture was preempted before waking it does that thread's wait count (a caller waiting for a
+preempted worker).
 
 This needs tracefs and the right to use it (root, usually); when it is missing the record says
 why and nothing is subtracted. When tracefs is not mounted, the capture mounts it on a private
@@ -46,17 +49,24 @@ SWITCH = re.compile(
     _TIME + r"sched_switch: prev_comm=(.*) prev_pid=(\d+) prev_prio=-?\d+ prev_state=(\S+) "
     r"==> next_comm=(.*) next_pid=(\d+) next_prio=-?\d+"
 )
-WAKEUP = re.compile(_TIME + r"sched_wakeup: comm=(.*) pid=(\d+) prio=-?\d+")
+# The waker is the line's task; the flags' third character is `.` in process context (`h`, `s`:
+# an interrupt woke the thread, e.g. a timer ending a sleep, whatever task it interrupted).
+WAKEUP = re.compile(
+    r"^\s*.*?-(\d+)\s+\[\d+\]\s+(\S+)\s+(\d+)\.(\d{6}):\s"
+    r"sched_wakeup: comm=(.*) pid=(\d+) prio=-?\d+"
+)
 FORK = re.compile(_TIME + r"sched_process_fork: comm=.* pid=(\d+) child_comm=(.*) child_pid=(\d+)")
 
 
 class ThreadSched(msgspec.Struct, frozen=True):
-    """One thread's intervals, flat [start0, end0, start1, end1, ...] realtime ns."""
+    """One thread's intervals, flat [start0, end0, start1, end1, ...] realtime ns; `blocked`:
+    flat [start, end, waker tid, ...], the sleeps another thread of the tree ended."""
 
     tid: int
     comm: str
     oncpu: list[int]
     runnable: list[int]
+    blocked: list[int] = []
 
 
 class SchedRecord(msgspec.Struct, frozen=True):
@@ -75,8 +85,10 @@ class _State:
     comm: str
     oncpu_since: int | None = None
     runnable_since: int | None = None
+    asleep_since: int | None = None
     oncpu: list[int] = field(default_factory=list)
     runnable: list[int] = field(default_factory=list)
+    blocked: list[int] = field(default_factory=list)
 
 
 def parse_sched_text(text: str, offset_ns: int, root: int) -> list[ThreadSched]:
@@ -85,8 +97,10 @@ def parse_sched_text(text: str, offset_ns: int, root: int) -> list[ThreadSched]:
     stamps), shifted by `offset_ns` (monotonic to realtime).
 
     A thread switched out with a state starting `R` (preempted) is runnable until it is switched
-    in again; one woken is runnable from the wakeup until switched in. Other tasks appear in
-    the switches too (what ran instead); they are left out."""
+    in again; one woken is runnable from the wakeup until switched in. A sleep that another
+    thread of the tree ended (a wakeup in process context: a worker finishing, a lock released)
+    is kept as blocked on that thread. Other tasks appear in the switches too (what ran
+    instead); they are left out."""
     threads: dict[int, _State] = {}
     tree = {root}
 
@@ -111,7 +125,9 @@ def parse_sched_text(text: str, offset_ns: int, root: int) -> list[ThreadSched]:
                 if out.oncpu_since is not None:
                     out.oncpu += (out.oncpu_since, now)
                 out.oncpu_since = None
-                out.runnable_since = now if match[5].startswith("R") else None
+                preempted = match[5].startswith("R")
+                out.runnable_since = now if preempted else None
+                out.asleep_since = None if preempted else now
             if nxt:
                 into = state(nxt, match[6])
                 if into.runnable_since is not None and into.runnable_since < now:
@@ -119,14 +135,19 @@ def parse_sched_text(text: str, offset_ns: int, root: int) -> list[ThreadSched]:
                 into.runnable_since = None
                 into.oncpu_since = now
         elif match := WAKEUP.search(line):
-            now = int(match[1]) * 1_000_000_000 + int(match[2]) * 1000 + offset_ns
-            woken = int(match[4])
+            now = int(match[3]) * 1_000_000_000 + int(match[4]) * 1000 + offset_ns
+            woken, waker, flags = int(match[6]), int(match[1]), match[2]
             if woken:
-                target = state(woken, match[3])
+                target = state(woken, match[5])
                 if target.oncpu_since is None and target.runnable_since is None:
                     target.runnable_since = now
+                    since = target.asleep_since
+                    in_process = len(flags) > 2 and flags[2] == "."
+                    if since is not None and in_process and waker in tree and waker != woken:
+                        target.blocked += (since, now, waker)
+                    target.asleep_since = None
     return [
-        ThreadSched(tid, item.comm, item.oncpu, item.runnable)
+        ThreadSched(tid, item.comm, item.oncpu, item.runnable, item.blocked)
         for tid, item in sorted(threads.items())
         if tid in tree
     ]
