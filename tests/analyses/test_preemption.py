@@ -182,13 +182,40 @@ def test_samples_of_on_cpu_time_subtract_each_steps_waits() -> None:
 
 
 def test_a_bundle_without_a_record_has_none_and_a_bad_one_is_named(tmp_path: Path) -> None:
-    bundle = RunBundle(tmp_path)
-    assert read_sched(bundle) is None
+    assert read_sched(RunBundle(tmp_path)) is None
     (tmp_path / SCHED_FILE).write_bytes(msgspec.json.encode(record([MAIN])))
-    assert read_sched(bundle) == record([MAIN])
+    assert read_sched(RunBundle(tmp_path)) == record([MAIN])
     (tmp_path / SCHED_FILE).write_bytes(b'{"version": 1, "threads": "\xff"}')
     with pytest.raises(BundleError, match=SCHED_FILE):
-        read_sched(bundle)
+        read_sched(RunBundle(tmp_path))
+    # A symlink out of the bundle, to a device that never ends, is refused unread.
+    (tmp_path / SCHED_FILE).unlink()
+    (tmp_path / SCHED_FILE).symlink_to("/dev/zero")
+    with pytest.raises(BundleError, match="outside the bundle"):
+        read_sched(RunBundle(tmp_path))
+
+
+@pytest.mark.parametrize(
+    ("thread", "problem"),
+    [
+        (ThreadSched(1, "a", [5, 3], []), "oncpu intervals are not sorted"),
+        (ThreadSched(1, "a", [], [1, 2, 3]), "runnable intervals are not sorted"),
+        (ThreadSched(1, "a", [], [4, 6, 5, 7]), "runnable intervals are not sorted"),
+        (ThreadSched(1, "a", [], [], [9, 8, 2]), "blocked sleeps"),
+        (ThreadSched(1, "a", [], [], [1, 2]), "blocked sleeps"),
+    ],
+)
+def test_a_record_whose_intervals_are_not_intervals_is_refused(
+    tmp_path: Path, thread: ThreadSched, problem: str
+) -> None:
+    (tmp_path / SCHED_FILE).write_bytes(msgspec.json.encode(record([thread])))
+    with pytest.raises(BundleError, match=problem):
+        read_sched(RunBundle(tmp_path))
+    # Touching and equal stamps are intervals.
+    (tmp_path / SCHED_FILE).write_bytes(
+        msgspec.json.encode(record([ThreadSched(1, "a", [1, 1, 1, 2], [2, 3])]))
+    )
+    assert read_sched(RunBundle(tmp_path)) is not None
 
 
 @settings(max_examples=200, deadline=None)

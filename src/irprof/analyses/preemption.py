@@ -19,6 +19,7 @@ matched and unmatched events are reported.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import pairwise
 
 import msgspec
 import numpy as np
@@ -55,12 +56,27 @@ class Preemption:
 def read_sched(bundle: RunBundle) -> SchedRecord | None:
     """The bundle's scheduler record, or None when the capture did not record one."""
     path = bundle.root / SCHED_FILE
-    if not path.is_file():
+    if not path.is_file() and not path.is_symlink():
         return None
+    data = bundle.read_member(SCHED_FILE, what="scheduler record")  # no symlink out, no device
     try:
-        return msgspec.json.decode(path.read_bytes(), type=SchedRecord, strict=True)
+        record = msgspec.json.decode(data, type=SchedRecord, strict=True)
     except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError) as exc:
         raise BundleError(f"{path}: not a scheduler record: {exc}") from exc
+    for thread in record.threads:
+        for name in ("oncpu", "runnable"):
+            flat = getattr(thread, name)
+            if len(flat) % 2 or any(later < earlier for earlier, later in pairwise(flat)):
+                raise BundleError(
+                    f"{path}: thread {thread.tid}'s {name} intervals are not sorted "
+                    "[start, end] pairs"
+                )
+        blocked = thread.blocked
+        if len(blocked) % 3 or any(blocked[i + 1] < blocked[i] for i in range(0, len(blocked), 3)):
+            raise BundleError(
+                f"{path}: thread {thread.tid}'s blocked sleeps are not [start, end, tid]"
+            )
+    return record
 
 
 def _pairs(flat: list[int]) -> tuple[I64, I64]:
