@@ -8,12 +8,15 @@ unrelated to irprof); the paths alternate, REPEATS rounds, and the median of eac
 - compact: the same with `layout="compact"` (one columnar table on the module, a row per op);
 - by hand: the bindings parse, walk, build the same `irprof.profile` dictionary for op k from
            entry k (no keys, no matching) with `DictAttr.get`, set it, print;
-- steps:   the steps inside `apply_opprofile` timed one by one.
+- steps:   the steps inside `apply_opprofile` timed one by one (irprof layout);
+- compact steps: the same for `layout="compact"` (keys, match, table, row attributes, set).
 The cyclic GC is paused in the irprof and by-hand annotation alike (irprof does it itself).
 Before timing, on a small module, the irprof and by-hand outputs are checked equal (but for the
 module's `irprof.summary`) and every op of the compact output is checked to read back the
 profile its entry holds, so the paths do the same work.
-Usage: `.venv/bin/python benchmarks/bench_annotate.py [N [REPEATS]]` (default 100000 5).
+Usage: `.venv/bin/python benchmarks/bench_annotate.py [N [REPEATS [PATHS]]]` (default 100000 5,
+every path; PATHS is a comma-separated subset, e.g. `bare,compact,compact steps`; bare is always
+run, as the reference).
 """
 
 from __future__ import annotations
@@ -33,8 +36,10 @@ from irprof.mlir.apply_profile import apply_opprofile
 from irprof.mlir.context import make_context
 from irprof.mlir.gc_pause import gc_paused
 from irprof.mlir.load import load_module, print_module
-from irprof.mlir.op_index import OpIndex, derive_op_keys
+from irprof.mlir.op_index import OpIndex, derive_key_columns, derive_op_keys
 from irprof.mlir.profile_attrs import PROFILE_ATTR, AttributeBuilder, Layout, get_profile
+from irprof.mlir.profile_table import ROW_ATTR, TABLE_ATTR, row_attributes, table_attribute
+from irprof.mlir.safe_parse import prescan_mlir
 from irprof.opprofile import OpKey, OpProfile, OpProfileEntry, ProfileData
 
 T = TypeVar("T")
@@ -175,6 +180,34 @@ def run_apply_phases(text: str, profile: OpProfile) -> Phases:
     return run
 
 
+def run_compact_phases(text: str, profile: OpProfile) -> Phases:
+    """The steps of `apply_opprofile(layout="compact")` timed one by one (same calls as
+    `write_table`, fresh context, a module without an earlier table)."""
+    run = Phases()
+    context = make_context()
+    module = load_module(text, context)
+    with gc_paused():
+        index = OpIndex.of_columns(run.timed("derive keys", lambda: derive_key_columns(module)))
+        found = run.timed("match", lambda: index.match_many([e.key for e in profile.entries]))
+        datas = [e.data for e in profile.entries]
+        table = run.timed("table", lambda: table_attribute(datas, context))
+        module.operation.attributes[TABLE_ATTR] = table
+        rows = run.timed("row attrs", lambda: row_attributes(len(datas), context))
+        ops = index.ops
+
+        def set_all() -> None:
+            for attribute, positions in zip(rows, found, strict=True):
+                for position in positions:
+                    attributes = ops[position].attributes
+                    attributes[ROW_ATTR] = attribute
+                    for name in (PROFILE_ATTR, "profiler_data"):
+                        if name in attributes:
+                            del attributes[name]
+
+        run.timed("set rows", set_all)
+    return run
+
+
 def _but_module_line(printed: str) -> list[str]:
     """The printed lines but the module op's own (where irprof adds `irprof.summary`)."""
     return [line for line in printed.split("\n") if not line.startswith("module")]
@@ -196,8 +229,9 @@ def run_one(path: str, ops: int) -> dict[str, object]:
     """One run of `path` in this (fresh) process: its phases and output size."""
     text = make_module_text(ops)
     profile = make_profile(ops)
-    if path == "steps":
-        steps = run_apply_phases(text, profile)
+    if path in ("steps", "compact steps"):
+        phases = run_apply_phases if path == "steps" else run_compact_phases
+        steps = phases(text, profile)
         return {"seconds": steps.seconds, "cpu": steps.cpu, "size": 0}
     if path == "bare":
         run, out = run_bare(text)
@@ -206,10 +240,20 @@ def run_one(path: str, ops: int) -> dict[str, object]:
     else:
         run, out = run_irprof(text, profile, "compact" if path == "compact" else "irprof")
     size = len(out.encode("utf-8"))
-    return {"seconds": run.seconds, "cpu": run.cpu, "size": size, "text": len(text)}
+    result: dict[str, object] = {
+        "seconds": run.seconds, "cpu": run.cpu, "size": size, "text": len(text)
+    }  # fmt: skip
+    if path in ("irprof", "compact"):
+        # `load_module` checks the text before MLIR parses it; timed again here, after the run,
+        # so the report can say how much of irprof's parse that check is.
+        start = time.perf_counter()
+        prescan_mlir(text.encode("utf-8"), "<bench>")
+        result["prescan"] = time.perf_counter() - start
+    return result
 
 
-PATHS = ("bare", "irprof", "compact", "by hand", "steps")
+PATHS = ("bare", "irprof", "compact", "by hand", "steps", "compact steps")
+STEP_PATHS = ("steps", "compact steps")
 
 
 def _fresh(path: str, ops: int) -> dict[str, object]:
@@ -229,15 +273,19 @@ def _median_phases(runs: list[dict[str, object]], clock: str = "seconds") -> dic
     return phases
 
 
-def main(ops: int, repeats: int) -> None:
+def main(ops: int, repeats: int, paths: tuple[str, ...] = PATHS) -> None:
     """Alternate the paths `repeats` times, each in a fresh process; report medians."""
+    unknown = set(paths) - set(PATHS)
+    if unknown:
+        raise SystemExit(f"unknown path(s) {sorted(unknown)}; choose from {', '.join(PATHS)}")
+    paths = ("bare", *(path for path in paths if path != "bare"))
     check_paths(min(ops, 2000))
-    runs: dict[str, list[dict[str, object]]] = {path: [] for path in PATHS}
+    runs: dict[str, list[dict[str, object]]] = {path: [] for path in paths}
     for _ in range(repeats):
-        for path in PATHS:
+        for path in paths:
             runs[path].append(_fresh(path, ops))
-    medians = {path: _median_phases(runs[path]) for path in PATHS}
-    cpu = {path: _median_phases(runs[path], "cpu")["total"] for path in PATHS}
+    medians = {path: _median_phases(runs[path]) for path in paths}
+    cpu = {path: _median_phases(runs[path], "cpu")["total"] for path in paths}
     bare = medians["bare"]["total"]
     text_mb = float(runs["bare"][0]["text"]) / 1e6  # type: ignore[arg-type]
     print(f"ops: {ops:,} (text {text_mb:.1f} MB); median of {repeats}, each run a fresh process")
@@ -246,7 +294,9 @@ def main(ops: int, repeats: int) -> None:
         f"{'output':>9} {'/ bare':>7}"
     )
     bare_size = float(runs["bare"][0]["size"])  # type: ignore[arg-type]
-    for path in PATHS[:-1]:
+    for path in paths:
+        if path in STEP_PATHS:
+            continue
         phases = medians[path]
         text = ", ".join(f"{n} {s:.2f} s" for n, s in phases.items() if n != "total")
         size = float(runs[path][0]["size"])  # type: ignore[arg-type]
@@ -254,8 +304,20 @@ def main(ops: int, repeats: int) -> None:
             f"{path:<9} {text:<58} {phases['total']:>6.2f} s {phases['total'] / bare:>6.2f}x "
             f"{cpu[path] / cpu['bare']:>9.2f}x {size / 1e6:>6.1f} MB {size / bare_size:>6.2f}x"
         )
-    steps = ", ".join(f"{n} {s:.2f} s" for n, s in medians["steps"].items() if n != "total")
-    print(f"apply_opprofile steps (irprof layout): {steps}")
+    if "compact" in paths:
+        prescan = statistics.median(float(run["prescan"]) for run in runs["compact"])  # type: ignore[arg-type]
+        compact = medians["compact"]["total"]
+        print(
+            f"compact's parse includes load_module's input check (safe_parse.prescan_mlir), "
+            f"{prescan:.2f} s: without it compact / bare would be {(compact - prescan) / bare:.2f}x"
+        )
+    for path, layout in (("steps", "irprof"), ("compact steps", "compact")):
+        if path in paths:
+            wall = ", ".join(f"{n} {s:.2f} s" for n, s in medians[path].items() if n != "total")
+            cpu_steps = _median_phases(runs[path], "cpu")
+            cpu_text = ", ".join(f"{n} {s:.2f}" for n, s in cpu_steps.items() if n != "total")
+            print(f"apply_opprofile steps ({layout} layout), wall: {wall}")
+            print(f"  CPU: {cpu_text}; total {cpu_steps['total']:.2f} s")
     print("targets: irprof <= 1.3x bare, compact <= 1.5x bare (issue 30)")
 
 
@@ -266,4 +328,5 @@ if __name__ == "__main__":
         main(
             int(sys.argv[1]) if len(sys.argv) > 1 else 100_000,
             int(sys.argv[2]) if len(sys.argv) > 2 else 5,
+            tuple(sys.argv[3].split(",")) if len(sys.argv) > 3 else PATHS,
         )

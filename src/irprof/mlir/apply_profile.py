@@ -7,13 +7,14 @@ annotation: `irprof annotate`, the `irprof-annotate` and `irprof-tf-pgo` passes,
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import chain
 
 from iree.compiler import ir
 
 from irprof.coverage import Coverage
 from irprof.mlir.gc_pause import gc_paused
 from irprof.mlir.module_coverage import coverage_for
-from irprof.mlir.op_index import OpIndex, derive_op_keys
+from irprof.mlir.op_index import OpIndex, derive_key_columns, derive_op_keys
 from irprof.mlir.profile_attrs import (
     PROFILE_ATTRS,
     AttributeBuilder,
@@ -23,7 +24,7 @@ from irprof.mlir.profile_attrs import (
     attribute_name,
     has_profile,
 )
-from irprof.mlir.profile_table import ROW_ATTR, TABLE_ATTR, attach_table
+from irprof.mlir.profile_table import ROW_ATTR, TABLE_ATTR, write_table
 from irprof.opprofile import OpProfile, OpProfileEntry
 
 # Per-op profile dictionaries the compact layout removes from the ops it writes.
@@ -54,13 +55,14 @@ def apply_opprofile(
 def _apply(
     root: ir.Module | ir.Operation, opprofile: OpProfile, layout: Layout, index: OpIndex | None
 ) -> ApplyResult:
-    index = index or OpIndex(derive_op_keys(root))
+    index = index or OpIndex.of_columns(derive_key_columns(root))
     operation = root.operation if isinstance(root, ir.Module) else root
+    entries = opprofile.entries
+    # An entry without any key field would vacuously match every op: a correlator bug.
+    found = index.match_many([entry.key for entry in entries], skip_empty=True)
     matched: list[tuple[OpProfileEntry, list[int]]] = []
     unmatched: list[OpProfileEntry] = []
-    for entry in opprofile.entries:
-        # An entry without any key field would vacuously match every op: a correlator bug.
-        positions = [] if entry.key.is_empty else index.match_positions(entry.key)
+    for entry, positions in zip(entries, found, strict=True):
         if positions:
             matched.append((entry, positions))
         else:
@@ -70,12 +72,14 @@ def _apply(
     op_at = index.op_at
     if name == ROW_ATTR:
         # Written even when nothing matched: a table on the module replaces the previous one.
-        rows = [
-            (entry.data, [op_at(p).operation for p in positions]) for entry, positions in matched
-        ]
-        attach_table(operation, rows, replaces=_PER_OP_DICTS)
-        for _, positions in matched:
-            annotated.update(positions)
+        write_table(
+            operation,
+            [entry.data for entry, _ in matched],
+            index.ops,
+            [positions for _, positions in matched],
+            replaces=_PER_OP_DICTS,
+        )
+        annotated.update(chain.from_iterable(positions for _, positions in matched))
     elif matched:
         # One attribute per entry, shared by every op the entry matches (attributes are uniqued).
         builder = AttributeBuilder(operation.context)
@@ -106,7 +110,11 @@ def annotate_module(
     """
     applied = apply_opprofile(root, opprofile, layout=layout)
     write_summary(
-        root, opprofile, coverage=coverage, entries_unmatched=len(applied.unmatched_entries)
+        root,
+        opprofile,
+        coverage=coverage,
+        entries_unmatched=len(applied.unmatched_entries),
+        index=applied.index,
     )
     return applied
 
@@ -117,10 +125,12 @@ def write_summary(
     *,
     coverage: Coverage | None = None,
     entries_unmatched: int = 0,
+    index: OpIndex | None = None,
 ) -> None:
-    """Set `irprof.summary` from `opprofile` and its coverage (derived from the module if None)."""
+    """Set `irprof.summary` from `opprofile` and its coverage (derived from the module if None;
+    `index`: the module's ops and keys when the caller has them, e.g. `ApplyResult.index`)."""
     if coverage is None:
-        coverage = _module_coverage(root, opprofile)
+        coverage = _module_coverage(root, opprofile, index)
     attach_summary(
         root,
         ModuleSummary.of(
@@ -133,8 +143,10 @@ def write_summary(
     )
 
 
-def _module_coverage(root: ir.Module | ir.Operation, opprofile: OpProfile) -> Coverage:
-    keyed = derive_op_keys(root)
+def _module_coverage(
+    root: ir.Module | ir.Operation, opprofile: OpProfile, index: OpIndex | None
+) -> Coverage:
+    keyed = derive_op_keys(root) if index is None else index.keyed_ops()
     annotated = [position for position, (op, _) in enumerate(keyed) if has_profile(op)]
     return coverage_for(
         keyed,

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from itertools import chain, pairwise
+from itertools import accumulate, chain, pairwise
 from operator import attrgetter
 
 import numpy as np
@@ -36,7 +36,6 @@ STRING_COLUMNS = ("source", "group", "share_basis")
 LIST_COLUMNS = ("kernels", "fused_with")
 
 IntArray = npt.NDArray[np.int64]
-_ROW_BATCH = 16384
 _WIDTHS = ((8, np.int8), (16, np.int16), (32, np.int32), (64, np.int64))
 
 
@@ -109,10 +108,13 @@ def _column_attr(values: npt.NDArray[np.generic], context: ir.Context) -> ir.Att
 def table_attribute(datas: Sequence[ProfileData], context: ir.Context) -> ir.Attribute:
     """The `irprof.profile_table` dictionary holding `datas`, row r = datas[r]."""
     count = len(datas)
-    # One C-level pass per kind of field (attrgetter, np.array), not one per field and row.
-    # np.array raises OverflowError for a value outside i64, as the per-op layouts do.
-    ints = np.array(list(map(attrgetter(*INT_COLUMNS), datas)), dtype=np.int64)
-    ints = ints.reshape(count, len(INT_COLUMNS))
+    # One C-level pass per kind of field (attrgetter, np.fromiter), not one per field and row.
+    # np.fromiter raises OverflowError for a value outside i64, as the per-op layouts do.
+    ints = np.fromiter(
+        chain.from_iterable(map(attrgetter(*INT_COLUMNS), datas)),
+        dtype=np.int64,
+        count=count * len(INT_COLUMNS),
+    ).reshape(count, len(INT_COLUMNS))
     fraction = np.fromiter(map(attrgetter("fraction"), datas), dtype=np.float64, count=count)
     named = list(chain.from_iterable(map(attrgetter(*STRING_COLUMNS), datas)))
     lists = {name: list(map(attrgetter(name), datas)) for name in LIST_COLUMNS}
@@ -152,21 +154,26 @@ def _strings_attrs(strings: list[str], context: ir.Context) -> tuple[ir.Attribut
     StringAttr (printed a character at a time, ~0.2 s per 2 MB): a dense tensor prints as hex
     in ~0.02 s, for twice the bytes."""
     try:
-        encoded = [value.encode("utf-8") for value in strings]
+        joined = "".join(strings).encode("utf-8")
+        # ASCII (one byte per character, the usual case): the ends are the character counts.
+        lengths = map(len, strings if len(joined) == sum(map(len, strings)) else _encoded(strings))
     except UnicodeEncodeError as exc:
         raise ValueError(f"a profile string cannot be written as UTF-8: {exc}") from None
-    ends = np.cumsum(np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded)))
-    blob = np.frombuffer(b"".join(encoded), dtype=np.int8)
+    ends = np.cumsum(np.fromiter(lengths, dtype=np.int64, count=len(strings)))
+    blob = np.frombuffer(joined, dtype=np.int8)
     return _column_attr(blob, context), _column_attr(_narrowest(ends), context)
 
 
+def _encoded(strings: list[str]) -> list[bytes]:
+    return [value.encode("utf-8") for value in strings]
+
+
 def row_attributes(rows: int, context: ir.Context) -> list[ir.Attribute]:
-    """`irprof.row` values 0 .. rows-1 (i32), parsed in batches (fewer bindings calls)."""
-    out: list[ir.Attribute] = []
-    for start in range(0, rows, _ROW_BATCH):
-        text = " : i32, ".join(map(str, range(start, min(rows, start + _ROW_BATCH))))
-        out.extend(ir.ArrayAttr(ir.Attribute.parse(f"[{text} : i32]", context)))
-    return out
+    """`irprof.row` values 0 .. rows-1 (i32), one builder call each (~1 us; parsing them from
+    text in batches costs ~2 us per row)."""
+    i32 = ir.IntegerType.get_signless(32, context)
+    get = ir.IntegerAttr.get
+    return [get(i32, row) for row in range(rows)]
 
 
 class TableError(ValueError):
@@ -287,31 +294,59 @@ def attach_table(
     rows do not name them) keep their profile, copied into the new table. `replaces` are per-op
     attributes of other layouts removed from the ops written, so no op carries two profiles.
     """
-    datas = [data for data, _ in rows]
-    ops_per_row = [list(ops) for _, ops in rows]
+    ops = [op for _, row_ops in rows for op in row_ops]
+    ends = list(accumulate(len(row_ops) for _, row_ops in rows))
+    positions = [
+        range(end - len(row_ops), end) for end, (_, row_ops) in zip(ends, rows, strict=True)
+    ]
+    write_table(root, [data for data, _ in rows], ops, positions, replaces=replaces)
+
+
+def write_table(
+    root: ir.Operation,
+    datas: Sequence[ProfileData],
+    ops: Sequence[ir.Operation],
+    positions: Sequence[Sequence[int]],
+    *,
+    replaces: tuple[str, ...] = (),
+) -> None:
+    """`attach_table` of rows given as `datas[r]` for the ops `ops[p]`, p in `positions[r]`.
+
+    The form `apply_opprofile` has at hand (an index's ops and each entry's matched positions):
+    no list of ops per row is built."""
+    if len(datas) != len(positions):
+        raise ValueError(f"{len(datas)} rows of data for {len(positions)} rows of positions")
+    datas = list(datas)
+    carried: dict[int, list[ir.Operation]] = {}  # old row -> ops keeping it
     if TABLE_ATTR in root.attributes:
-        written = {op for ops in ops_per_row for op in ops}
+        written = {ops[p].operation for row in positions for p in row}  # views compare as ops
         old = _decode_on(root)
-        carried: dict[int, int] = {}
         for op in _ops_with_rows(root):
-            if op in written:
-                continue
-            old_row = _row_index(op, old.rows)
-            new_row = carried.get(old_row)
-            if new_row is None:
-                new_row = carried[old_row] = len(datas)
-                datas.append(old.profile(old_row))
-                ops_per_row.append([])
-            ops_per_row[new_row].append(op)
+            if op not in written:
+                carried.setdefault(_row_index(op, old.rows), []).append(op)
+        datas.extend(old.profile(old_row) for old_row in carried)
     context = root.context
     root.attributes[TABLE_ATTR] = table_attribute(datas, context)
-    for attribute, ops in zip(row_attributes(len(datas), context), ops_per_row, strict=True):
-        for op in ops:
-            attributes = op.attributes
+    row_attrs = row_attributes(len(datas), context)
+    # The ops of row r are `ops[p]` for p in positions[r], then the carried rows' ops: no list
+    # or iterator per row (the loop runs once per op, ~1 us of bindings calls each).
+    for attribute, row in zip(row_attrs, positions, strict=False):
+        for position in row:  # `_set_row` inlined: this loop runs once per op
+            attributes = ops[position].attributes  # a new bindings object per access
             attributes[ROW_ATTR] = attribute
             for name in replaces:
                 if name in attributes:
                     del attributes[name]
+    for attribute, kept in zip(row_attrs[len(positions) :], carried.values(), strict=True):
+        for op in kept:
+            _set_row(op.attributes, attribute, replaces)
+
+
+def _set_row(attributes: ir.OpAttributeMap, row: ir.Attribute, replaces: tuple[str, ...]) -> None:
+    attributes[ROW_ATTR] = row
+    for name in replaces:
+        if name in attributes:
+            del attributes[name]
 
 
 def _ops_with_rows(root: ir.Operation) -> list[ir.Operation]:
