@@ -159,6 +159,19 @@ def _stamps(trace: Trace, rows: I64) -> I64:
     return np.concatenate((trace.ts_ns[rows], trace.ts_ns[rows] + trace.dur_ns[rows]))
 
 
+def rows_by_track(trace: Trace, rows: I64) -> dict[int, I64]:
+    """`rows` grouped by their track (one sort, not a pass over the trace per track)."""
+    rows = rows[np.argsort(trace.track[rows], kind="stable")]
+    tracks = trace.track[rows]
+    heads = (
+        np.flatnonzero(np.concatenate(([True], tracks[1:] != tracks[:-1]))) if len(rows) else rows
+    )
+    return {
+        int(tracks[head]): part
+        for head, part in zip(heads.tolist(), np.split(rows, heads[1:]), strict=True)
+    }
+
+
 def match_threads(trace: Trace, record: SchedRecord) -> dict[int, ThreadSched]:
     """Track index -> the thread that ran it, for the tracks one thread clearly ran."""
     oncpu = {thread.tid: _pairs(thread.oncpu) for thread in record.threads}
@@ -167,8 +180,7 @@ def match_threads(trace: Trace, record: SchedRecord) -> dict[int, ThreadSched]:
     timed = host & (trace.dur_ns > 0)
     device = np.isin(trace.kind, [int(kind) for kind in EventKind if kind.on_device])
     matched: dict[int, ThreadSched] = {}
-    for track in np.unique(trace.track[timed & ~device]).tolist():
-        rows = np.flatnonzero((trace.track == track) & timed & ~device)
+    for track, rows in rows_by_track(trace, np.flatnonzero(timed & ~device)).items():
         stamps = _stamps(trace, rows)
         scores = sorted(
             ((float(inside(*oncpu[tid], stamps).mean()), tid) for tid in oncpu), reverse=True
@@ -177,7 +189,7 @@ def match_threads(trace: Trace, record: SchedRecord) -> dict[int, ThreadSched]:
             continue
         if len(scores) > 1 and scores[0][0] - scores[1][0] < MATCH_MARGIN:
             continue
-        matched[int(track)] = by_tid[scores[0][1]]
+        matched[track] = by_tid[scores[0][1]]
     return matched
 
 
@@ -192,8 +204,9 @@ def preemption(trace: Trace, record: SchedRecord) -> Preemption | None:
     preempted = np.zeros(len(trace.ts_ns), dtype=np.int64)
     matched = 0
     by_tid = {thread.tid: thread for thread in record.threads}
+    grouped = rows_by_track(trace, np.arange(len(trace.ts_ns), dtype=np.int64))
     for track, thread in threads.items():
-        rows = np.flatnonzero(trace.track == track)
+        rows = grouped[track]
         starts, ends = effective_waits(thread, by_tid)
         begin = trace.ts_ns[rows]
         preempted[rows] = overlap_ns(starts, ends, begin, begin + trace.dur_ns[rows])
