@@ -403,3 +403,76 @@ def test_the_levels_dag_is_refused() -> None:
     with pytest.raises(UsageError) as error:
         critical_path(build_event_dag(build.trace(), mode="levels"))
     assert str(error.value) == "the critical path needs a causal DAG (--mode causal)"
+
+
+# --- written from the second run's survivors ------------------------------------------------------
+
+
+def test_a_lighter_route_found_after_a_call_started_does_not_replace_its_own_time() -> None:
+    # A (0..100) hands Y (30..40) to track 2 and waits for it: A's own time is 100 - 10 = 90.
+    # Through Y: A's start leads to Y's (0), Y 10, then A's 60 after Y: 70. The heavier stays.
+    trace = on_tracks(("A", 1, 0, 100), ("Y", 2, 30, 40), flows=((0, 1),))
+    path = path_of(trace)
+    assert [event.name for event in path.events] == ["A"]
+    assert path.length_ns == 100 - 10
+
+
+def test_of_two_equally_heavy_routes_the_first_found_is_kept() -> None:
+    # As above with Y (10..20): A alone 100 - 10 = 90; through Y 10 + 80 = 90. A's own edge
+    # (found first, from A's start) is kept: the path is A alone.
+    trace = on_tracks(("A", 1, 0, 100), ("Y", 2, 10, 20), flows=((0, 1),))
+    path = path_of(trace)
+    assert [event.name for event in path.events] == ["A"]
+    assert work(path) == {"A": 90}
+
+
+def test_the_time_before_a_first_child_excludes_the_waits_in_it() -> None:
+    # A (0..100) hands Y (30..40) off, then calls C (50..60). Before C: 50 - 10 = 40, C 10,
+    # after C 40: 90 through C (the wait is not A's work); through Y: 10 + 60 = 70.
+    trace = on_tracks(("A", 1, 0, 100), ("Y", 2, 30, 40), ("C", 1, 50, 60), flows=((0, 1),))
+    path = path_of(trace)
+    assert [event.name for event in path.events] == ["A", "C"]
+    assert work(path) == {"A": 50 - 10 + 100 - 60, "C": 10}
+    assert path.length_ns == 90
+
+
+def test_overlapping_siblings_after_node_zero_link_their_starts_only() -> None:
+    # X (0..10) on track 2 leads to S2 (a flow); P (1..10), S1 (10..30) and S2 (20..50) follow
+    # on track 1, S1 and S2 overlapping: S1's start leads to S2's start with no work.
+    # Through X: 10 + 30 = 40; through P and S1's start: 9 + 0 + 30 = 39; S1 alone 9 + 20.
+    trace = on_tracks(
+        ("X", 2, 0, 10), ("P", 1, 1, 10), ("S1", 1, 10, 30), ("S2", 1, 20, 50),
+        flows=((0, 3),),
+    )  # fmt: skip
+    path = path_of(trace)
+    assert [event.name for event in path.events] == ["X", "S2"]
+    assert work(path) == {"X": 10, "S2": 30}
+
+
+def test_a_sequence_between_top_level_events_adds_no_weight() -> None:
+    # P1 (0..4), P2 (4..8) then S (20..50) on track 1; X (1..10) on track 2 leads to S.
+    # Through X: 9 + 30 = 39; through P1, P2: 4 + 4 + 30 = 38 (the gaps are nobody's work).
+    trace = on_tracks(
+        ("P1", 1, 0, 4), ("X", 2, 1, 10), ("P2", 1, 4, 8), ("S", 1, 20, 50), flows=((1, 3),)
+    )
+    path = path_of(trace)
+    assert [event.name for event in path.events] == ["X", "S"]
+    assert path.length_ns == 9 + 30
+
+
+def test_links_are_the_consecutive_nodes_of_the_path() -> None:
+    trace = on_tracks(("A", 1, 0, 10), ("B", 1, 20, 30), ("C", 1, 40, 45))
+    path = path_of(trace)
+    assert len(path.nodes) == 3
+    assert path.links == tuple(zip(path.nodes[:-1], path.nodes[1:], strict=True))
+
+
+def test_without_step_markers_step_zero_is_the_whole_trace_from_its_first_start() -> None:
+    # no markers: one window, from the first start (100) to the last end (250)
+    trace = on_tracks(("A", 1, 100, 150), ("B", 1, 200, 250))
+    path = path_of(trace, step=0)
+    assert (path.step, path.steps, path.start_ns, path.end_ns) == (-1, 0, 100, 250)
+    assert path.span_ns == 150
+    with pytest.raises(UsageError) as error:
+        path_of(trace, step=1)
+    assert str(error.value) == "--step 1: the trace has no step markers (one window)"
