@@ -18,10 +18,11 @@ from iree.compiler.dialects import linalg
 Shape = tuple[int, ...]
 
 # `!torch.vtensor<[2,12,24],f32>`: dims and dtype of a torch value tensor.
-_TORCH_TENSOR = re.compile(r"!torch\.v?tensor<\[([^\]]*)\],([a-z0-9]+)>")
-_TORCH_BITS = re.compile(r"(?:bf|f|si|ui|i)(\d+)")
-# Bits per element of the torch dtypes whose name does not end in their width.
-_TORCH_NAMED_BITS = {"bool": 8, "complex64": 64, "complex128": 128}
+_TORCH_TENSOR = re.compile(r"!torch\.v?tensor<\[([^\]]*)\],(.+)>")
+# Element types as the torch dialect prints them: i1, si64, ui8, bf16, f32, the 8-bit floats
+# (f8E4M3FN, f8E5M2, ...: the width, then the format) and complex<f32>, two parts of a float.
+_TORCH_BITS = re.compile(r"(?:bf|f|si|ui|i)(\d+)(?:E\d+M\d+[A-Z]*)?")
+_TORCH_COMPLEX = re.compile(r"complex<(?:bf|f)(\d+)>")
 
 
 def shape_of(value_type: ir.Type) -> Shape | None:
@@ -79,9 +80,11 @@ def element_bytes(value_type: ir.Type) -> int | None:
         if match is None:
             return None
         dtype = match.group(2)
-        bits_match = _TORCH_BITS.fullmatch(dtype)
-        bits = int(bits_match.group(1)) if bits_match else _TORCH_NAMED_BITS.get(dtype)
-        return None if bits is None else max(1, bits // 8)
+        if bits_match := _TORCH_BITS.fullmatch(dtype):
+            return max(1, int(bits_match.group(1)) // 8)
+        if complex_match := _TORCH_COMPLEX.fullmatch(dtype):
+            return 2 * int(complex_match.group(1)) // 8
+        return None
     return _scalar_bytes(element)
 
 
