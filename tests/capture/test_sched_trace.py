@@ -13,6 +13,7 @@ import itertools
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -159,7 +160,9 @@ def test_recording_a_real_child_that_competes_for_the_cores(tmp_path: Path) -> N
         for spinner in spinners:
             spinner.kill()
             spinner.wait()
-    _, _, reason = sched_trace._tracefs()
+    root, mounted, reason = sched_trace._tracefs()
+    if mounted and root is not None:
+        sched_trace._unmount(root)
     if reason:  # this machine cannot record it: the capture says why, and writes nothing
         assert status == {"recorded": False, "reason": reason}
         assert not out.exists()
@@ -191,3 +194,44 @@ def test_recording_a_real_child_that_competes_for_the_cores(tmp_path: Path) -> N
     # Realtime stamps: within the test's own realtime window.
     now = time.time_ns()
     assert now - 120 * S < spun[0][0] < now
+
+
+def test_the_leftovers_of_a_killed_capture_are_cleaned_up(tmp_path: Path) -> None:
+    """A capture killed mid-run leaves its ftrace instance (ring buffers, a pid filter) and
+    its private tracefs mount; the next recording removes those whose owner is dead, and
+    leaves a live process's alone."""
+    root, mounted, reason = sched_trace._tracefs()
+    if root is None:  # no tracefs here: nothing can be left over
+        assert reason
+        return
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    instances = root / "instances"
+    leaked = instances / f"irprof-{dead.pid}"
+    live = instances / f"irprof-{os.getppid()}"  # a live process's (not ours: we record now)
+    leaked.mkdir()
+    live_created = not live.exists()
+    if live_created:
+        live.mkdir()
+    mount = Path(tempfile.gettempdir()) / f"{sched_trace.MOUNT_PREFIX}{dead.pid}-test"
+    mount.mkdir()
+    assert (
+        subprocess.run(["mount", "-t", "tracefs", "nodev", str(mount)], check=False).returncode == 0
+    )
+    try:
+        with recording_sched(tmp_path / "sched.json") as status:
+            pass
+        assert status["recorded"] is True
+        assert not leaked.exists()
+        assert not mount.exists()
+        assert str(mount) not in Path("/proc/mounts").read_text()
+        assert live.exists()
+    finally:
+        if live_created:
+            live.rmdir()
+        if leaked.exists():
+            leaked.rmdir()
+        if mount.exists():
+            sched_trace._unmount(mount)
+        if mounted:
+            sched_trace._unmount(root)

@@ -41,6 +41,7 @@ BUFFER_KB_PER_CPU = 8192
 SCHED_EVENTS = ("sched_switch", "sched_wakeup", "sched_process_fork")
 SCHED_FILE = "sched.json"
 SCHED_VERSION = 1
+MOUNT_PREFIX = "irprof-tracefs-"
 
 # `comm-pid [cpu] flags 12345.678901: sched_switch: prev_comm=a prev_pid=1 prev_prio=120
 # prev_state=R+ ==> next_comm=b next_pid=2 next_prio=120` (comm may hold spaces).
@@ -169,13 +170,14 @@ def clock_offset_ns() -> int:
 class _Instance:
     """A private ftrace instance recording the scheduler events of this process's tree."""
 
-    def __init__(self, root: Path) -> None:
-        self.path = root / "instances" / f"irprof-{os.getpid()}"
+    def __init__(self, root: Path, pid: int | None = None) -> None:
+        self.path = root / "instances" / f"irprof-{os.getpid() if pid is None else pid}"
 
     def write(self, name: str, value: str) -> None:
         (self.path / name).write_text(value, encoding="ascii")
 
     def start(self) -> None:
+        _sweep_instances(self.path.parents[1])
         self.path.mkdir()
         self.write("trace_clock", "mono")
         self.write("buffer_size_kb", str(BUFFER_KB_PER_CPU))
@@ -210,20 +212,45 @@ def _tracefs() -> tuple[Path | None, bool, str]:
     none."""
     if os.name != "posix" or not Path("/proc/self").exists():
         return None, False, "not Linux"
+    if os.geteuid() == 0:
+        _sweep_mounts()
     for root in TRACEFS_MOUNTS:
         if (root / "instances").is_dir():
             return (root, False, "") if os.access(root / "instances", os.W_OK) else (
                 None, False, f"{root} is not writable (scheduler events need root)")  # fmt: skip
     if os.geteuid() != 0:
         return None, False, "tracefs is not mounted (scheduler events need root)"
-    # A mount point of our own: another capture unmounting its own cannot take ours away.
-    root = Path(tempfile.mkdtemp(prefix="irprof-tracefs-"))
+    # A mount point of our own: another capture unmounting its own cannot take ours away. It is
+    # named by our pid, so a later capture can clean up after one that was killed.
+    root = Path(tempfile.mkdtemp(prefix=f"{MOUNT_PREFIX}{os.getpid()}-"))
     done = subprocess.run(["mount", "-t", "tracefs", "nodev", str(root)],
                           capture_output=True, check=False)  # fmt: skip
     if done.returncode != 0 or not (root / "instances").is_dir():
         _unmount(root)
         return None, False, "tracefs could not be mounted"
     return root, True, ""
+
+
+def _alive(pid: int) -> bool:
+    return Path(f"/proc/{pid}").exists()
+
+
+def _sweep_mounts() -> None:
+    """Unmount and remove the private mount points of captures that died without doing it (a
+    killed capture runs no cleanup)."""
+    for folder in Path(tempfile.gettempdir()).glob(f"{MOUNT_PREFIX}*"):
+        owner = folder.name[len(MOUNT_PREFIX) :].split("-", 1)[0]
+        if owner.isdigit() and not _alive(int(owner)):
+            _unmount(folder)
+
+
+def _sweep_instances(root: Path) -> None:
+    """Remove the ftrace instances of captures that died (each holds ring buffers and keeps
+    filtering on pids that may be reused)."""
+    for path in (root / "instances").glob("irprof-*"):
+        owner = path.name[len("irprof-") :]
+        if owner.isdigit() and not _alive(int(owner)):
+            _Instance(root, int(owner)).remove()
 
 
 def _unmount(root: Path) -> None:
