@@ -79,8 +79,10 @@ def flat(pairs: list[tuple[int, int]]) -> list[int]:
     return [value for pair in pairs for value in pair]
 
 
-def record(threads: list[ThreadSched], lost: int = 0, drift: int = 0) -> SchedRecord:
-    return SchedRecord(1, "CLOCK_REALTIME ns", 0, drift, lost, threads)
+def record(
+    threads: list[ThreadSched], lost: int = 0, drift: int = 0, complete_from: int = 0
+) -> SchedRecord:
+    return SchedRecord(1, "CLOCK_REALTIME ns", 0, drift, lost, threads, complete_from)
 
 
 US = 1000
@@ -159,6 +161,35 @@ def test_each_event_loses_the_waits_it_overlaps() -> None:
 @pytest.mark.parametrize(("lost", "drift"), [(1, 0), (0, 2 * MS)])
 def test_a_record_with_dropped_events_or_a_moving_clock_is_not_used(lost: int, drift: int) -> None:
     assert preemption(two_thread_trace(), record([MAIN, WORKER], lost, drift)) is None
+
+
+def late_trace() -> Trace:
+    """Steps 1 and 2 of `two_thread_trace` and the worker's second event: it starts at 10 ms."""
+    builder = TraceBuilder()
+    main = builder.track(1, 7777, "proc", "main")
+    worker = builder.track(1, 8888, "proc", "worker")
+    for step in (1, 2):
+        builder.add(step * 10 * MS, 10 * MS, main, "step", EventKind.STEP)
+        builder.add(step * 10 * MS + 2 * MS, 4 * MS, main, "conv", EventKind.FRAMEWORK_OP)
+    builder.add(20_600 * US, 800 * US, worker, "io", EventKind.RUNTIME)
+    return builder.build()
+
+
+@pytest.mark.parametrize(
+    ("complete_from", "used"),
+    [(10 * MS, True), (5 * MS, True), (10 * MS + 1, False), (0, False)],
+)
+def test_events_dropped_before_the_trace_began_do_not_matter(
+    complete_from: int, used: bool
+) -> None:
+    """A full ring buffer overwrites its oldest events: a record complete from the trace's
+    first nanosecond on is used; complete from one ns later, or from nobody knows when, not."""
+    found = preemption(late_trace(), record([MAIN, WORKER], 5, 0, complete_from))
+    assert (found is not None) == used
+    if found is not None:  # step 1's conv (12-16 ms) holds the 13-15.5 ms wait
+        trace = late_trace()
+        conv = [row for row in range(len(trace)) if trace.strings[trace.name[row]] == "conv"]
+        assert [int(found.preempted_ns[row]) for row in conv] == [2_500 * US, 0]
 
 
 def conv_op() -> ProfiledOp:

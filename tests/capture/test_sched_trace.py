@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 import msgspec
+import pytest
 
 from irprof.capture import sched_trace
 from irprof.capture.sched_trace import (
@@ -235,3 +236,28 @@ def test_the_leftovers_of_a_killed_capture_are_cleaned_up(tmp_path: Path) -> Non
             sched_trace._unmount(mount)
         if mounted:
             sched_trace._unmount(root)
+
+
+def test_a_full_ring_buffer_says_from_when_the_record_is_complete(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With a ring buffer of a few pages, a busy second overwrites the oldest events: the
+    record counts them and says from which instant every CPU's buffer is complete (a
+    realtime ns inside the recording), so the steps at the end of a long capture stay usable."""
+    monkeypatch.setattr(sched_trace, "BUFFER_KB_PER_CPU", 8)
+    out = tmp_path / "sched.json"
+    cores = os.cpu_count() or 1
+    started = time.time_ns()
+    spinners = [subprocess.Popen([sys.executable, "-c", SPIN.format(s=1.5)]) for _ in range(cores)]
+    with recording_sched(out) as status:
+        children = [subprocess.Popen([sys.executable, "-c", SPIN.format(s=1.0)]) for _ in range(2)]
+        for child in children:
+            assert child.wait(timeout=60) == 0
+    for spinner in spinners:
+        spinner.wait(timeout=60)
+    if not status["recorded"]:
+        assert status["reason"]
+        return
+    record = msgspec.json.decode(out.read_bytes(), type=SchedRecord)
+    assert record.lost_events > 0, "8 KB per CPU should not hold a second of switches"
+    assert started < record.complete_from_ns < time.time_ns()

@@ -194,10 +194,12 @@ def match_threads(trace: Trace, record: SchedRecord) -> dict[int, ThreadSched]:
 
 
 def preemption(trace: Trace, record: SchedRecord) -> Preemption | None:
-    """Each event's preempted ns; None when the record cannot be trusted (dropped events, a
-    clock offset that moved, no track matched)."""
-    if record.lost_events or record.offset_drift_ns > MAX_DRIFT_NS:
+    """Each event's preempted ns; None when the record cannot be trusted (events dropped after
+    the trace began, a clock offset that moved, no track matched)."""
+    if record.offset_drift_ns > MAX_DRIFT_NS or not len(trace.ts_ns):
         return None
+    if record.lost_events and not 0 < record.complete_from_ns <= int(trace.ts_ns.min()):
+        return None  # events were dropped from inside the trace's span, or nobody knows where
     threads = match_threads(trace, record)
     if not threads:
         return None

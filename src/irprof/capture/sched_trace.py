@@ -17,7 +17,8 @@ This needs tracefs and the right to use it (root, usually); when it is missing t
 why and nothing is subtracted. When tracefs is not mounted, the capture mounts it on a private
 temporary mount point and unmounts it after. Times are converted to CLOCK_REALTIME ns (the
 profilers' clock) with an offset read before and after the steps; its drift is recorded.
-Events the ring buffer dropped are counted, and a record with drops is not used. Docs:
+Events the ring buffer dropped are counted: a full buffer overwrites its oldest events, and
+the record is used only for events after the oldest one every buffer kept. Docs:
 docs/views.md, "Preempted time".
 """
 
@@ -79,6 +80,9 @@ class SchedRecord(msgspec.Struct, frozen=True):
     offset_drift_ns: int  # |offset after - offset before|
     lost_events: int
     threads: list[ThreadSched]
+    # With lost events: from this realtime ns on, no CPU's buffer had dropped any (a full ring
+    # buffer overwrites its oldest events: a long capture keeps its last seconds, the steps).
+    complete_from_ns: int = 0
 
 
 @dataclass
@@ -187,17 +191,28 @@ class _Instance:
             self.write(f"events/sched/{event}/enable", "1")
         self.write("tracing_on", "1")
 
-    def stop(self) -> tuple[str, int]:
-        """The recorded text and the number of events the buffers dropped."""
+    def stop(self) -> tuple[str, int, int]:
+        """The recorded text, the number of events the buffers dropped, and the monotonic ns
+        from which every CPU's buffer is complete (0: complete throughout)."""
         self.write("tracing_on", "0")
         text = (self.path / "trace").read_text(encoding="utf-8", errors="replace")
-        lost = 0
+        lost = complete_from = 0
         for stats in sorted((self.path / "per_cpu").glob("cpu*/stats")):
-            for line in stats.read_text(encoding="ascii").splitlines():
-                name, _, value = line.partition(":")
-                if name.strip() in ("overrun", "dropped events"):
-                    lost += int(value.strip() or 0)
-        return text, lost
+            fields = dict(
+                (name.strip(), value.strip())
+                for name, _, value in (
+                    line.partition(":") for line in stats.read_text(encoding="ascii").splitlines()
+                )
+            )
+            dropped = int(fields.get("overrun", "0") or 0) + int(
+                fields.get("dropped events", "0") or 0
+            )
+            lost += dropped
+            if dropped:  # a full buffer overwrote its oldest events: complete from its oldest kept
+                seconds, _, micros = fields.get("oldest event ts", "0.0").partition(".")
+                oldest = int(seconds or 0) * 1_000_000_000 + int(micros or 0) * 1000
+                complete_from = max(complete_from, oldest)
+        return text, lost, complete_from
 
     def remove(self) -> None:
         with contextlib.suppress(OSError):
@@ -280,7 +295,7 @@ def recording_sched(out: Path) -> Iterator[dict[str, Any]]:
             status["reason"] = reason
             return
         after = clock_offset_ns()
-        text, lost = instance.stop()
+        text, lost, complete_from = instance.stop()
         record = SchedRecord(
             SCHED_VERSION,
             "CLOCK_REALTIME ns (ftrace mono + offset_ns)",
@@ -288,6 +303,7 @@ def recording_sched(out: Path) -> Iterator[dict[str, Any]]:
             abs(after - before),
             lost,
             parse_sched_text(text, before, os.getpid()),
+            complete_from + before if complete_from else 0,
         )
         out.write_bytes(msgspec.json.encode(record))
         status.update(recorded=True, file=out.name, lost_events=lost,
