@@ -237,13 +237,25 @@ def _tracefs() -> tuple[Path | None, bool, str]:
         return None, False, "tracefs is not mounted (scheduler events need root)"
     # A mount point of our own: another capture unmounting its own cannot take ours away. It is
     # named by our pid, so a later capture can clean up after one that was killed.
-    root = Path(tempfile.mkdtemp(prefix=f"{MOUNT_PREFIX}{os.getpid()}-"))
-    done = subprocess.run(["mount", "-t", "tracefs", "nodev", str(root)],
-                          capture_output=True, check=False)  # fmt: skip
-    if done.returncode != 0 or not (root / "instances").is_dir():
+    try:
+        root = Path(tempfile.mkdtemp(prefix=f"{MOUNT_PREFIX}{os.getpid()}-"))
+    except OSError as exc:
+        return None, False, f"no mount point for tracefs ({exc.strerror or exc})"
+    if (
+        not _run(["mount", "-t", "tracefs", "nodev", str(root)])
+        or not (root / "instances").is_dir()
+    ):
         _unmount(root)
         return None, False, "tracefs could not be mounted"
     return root, True, ""
+
+
+def _run(command: list[str]) -> bool:
+    """Run a system command quietly; whether it succeeded (False when it is not installed)."""
+    try:
+        return subprocess.run(command, capture_output=True, check=False).returncode == 0
+    except OSError:
+        return False
 
 
 def _alive(pid: int) -> bool:
@@ -269,7 +281,7 @@ def _sweep_instances(root: Path) -> None:
 
 
 def _unmount(root: Path) -> None:
-    subprocess.run(["umount", "-l", str(root)], capture_output=True, check=False)
+    _run(["umount", "-l", str(root)])
     with contextlib.suppress(OSError):
         root.rmdir()
 
@@ -278,7 +290,8 @@ def _unmount(root: Path) -> None:
 def recording_sched(out: Path) -> Iterator[dict[str, Any]]:
     """Record the scheduler events of this process's children during the block; write them to
     `out` (a SchedRecord) when they were recorded. The yielded dict becomes the manifest's
-    `options.sched` status: whether the record exists, and why not."""
+    `options.sched` status: whether the record exists, and why not. Recording never fails the
+    block: without tracefs, rights or a readable buffer, the status says why."""
     status: dict[str, Any] = {"recorded": False}
     root, mounted, reason = _tracefs()
     instance = _Instance(root) if root is not None else None
@@ -295,7 +308,11 @@ def recording_sched(out: Path) -> Iterator[dict[str, Any]]:
             status["reason"] = reason
             return
         after = clock_offset_ns()
-        text, lost, complete_from = instance.stop()
+        try:
+            text, lost, complete_from = instance.stop()
+        except (OSError, ValueError) as exc:  # the capture itself succeeded: say why, go on
+            status["reason"] = f"scheduler events could not be read: {exc}"
+            return
         record = SchedRecord(
             SCHED_VERSION,
             "CLOCK_REALTIME ns (ftrace mono + offset_ns)",
