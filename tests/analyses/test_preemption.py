@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from irprof.analyses.preemption import (
-    MATCH_FLOOR,
+    MATCH_FLOOR_PCT,
     effective_waits,
     inside,
     match_threads,
@@ -131,10 +131,10 @@ def test_a_track_no_thread_clearly_ran_is_not_matched() -> None:
     twin = ThreadSched(103, "twin", MAIN.oncpu, [])
     matched = match_threads(trace, record([MAIN, twin, WORKER]))
     assert {track: thread.tid for track, thread in matched.items()} == {1: 102}
-    # A thread holding under MATCH_FLOOR of the stamps is no match either: the worker's
+    # A thread holding under MATCH_FLOOR_PCT of the stamps is no match either: the worker's
     # intervals without the second event's.
     partial = ThreadSched(102, "worker", flat([(500 * US, 1_500 * US)]), [])
-    assert MATCH_FLOOR > 0.5
+    assert MATCH_FLOOR_PCT > 50
     assert 1 not in match_threads(trace, record([MAIN, partial]))
 
 

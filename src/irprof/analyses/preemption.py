@@ -11,9 +11,9 @@ Which thread ran a track. PyTorch's events carry OS thread ids; XPlane lines car
 profiler's own thread ids (a hash of the thread handle in recent TSL), so tracks are matched to
 threads by structure: a thread must be on a CPU when it stamps an event's start and its end, so
 the track's thread is the one whose on-CPU intervals contain (nearly) all of the track's
-stamps. A track is matched only when one thread holds at least `MATCH_FLOOR` of its stamps and
-no other comes within `MATCH_MARGIN`; unmatched tracks keep their wall time, and the counts of
-matched and unmatched events are reported.
+stamps. A track is matched only when one thread holds at least `MATCH_FLOOR_PCT` percent of
+its stamps and no other comes within `MATCH_MARGIN_PCT` points; unmatched tracks keep their
+wall time, and the counts of matched and unmatched events are reported.
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ from irprof.trace.model import EventKind, Trace
 
 I64 = npt.NDArray[np.int64]
 SLACK_NS = 2_000  # ftrace stamps are whole microseconds; the profilers read their own clock
-MATCH_FLOOR = 0.95  # share of a track's stamps inside one thread's CPU intervals...
-MATCH_MARGIN = 0.2  # ...and ahead of the next thread by this much
+MATCH_FLOOR_PCT = 95  # percent of a track's stamps inside one thread's CPU intervals...
+MATCH_MARGIN_PCT = 20  # ...and ahead of the next thread by this many points (exact integers)
 MAX_STAMPS = 4096  # stamps per track tried (evenly spaced): enough to tell threads apart
 MAX_DRIFT_NS = 1_000_000  # a clock offset that moved more than this during the steps: unusable
 
@@ -80,9 +80,7 @@ def read_sched(bundle: RunBundle) -> SchedRecord | None:
 
 
 def _pairs(flat: list[int]) -> tuple[I64, I64]:
-    values = np.asarray(flat, dtype=np.int64)
-    if len(values) % 2:
-        values = values[:-1]
+    values = np.asarray(flat, dtype=np.int64)  # even length: `read_sched` checked it
     return values[0::2], values[1::2]
 
 
@@ -161,11 +159,11 @@ def _stamps(trace: Trace, rows: I64) -> I64:
 
 def rows_by_track(trace: Trace, rows: I64) -> dict[int, I64]:
     """`rows` grouped by their track (one sort, not a pass over the trace per track)."""
+    if not len(rows):
+        return {}
     rows = rows[np.argsort(trace.track[rows], kind="stable")]
     tracks = trace.track[rows]
-    heads = (
-        np.flatnonzero(np.concatenate(([True], tracks[1:] != tracks[:-1]))) if len(rows) else rows
-    )
+    heads = np.flatnonzero(np.concatenate(([True], tracks[1:] != tracks[:-1])))
     return {
         int(tracks[head]): part
         for head, part in zip(heads.tolist(), np.split(rows, heads[1:]), strict=True)
@@ -182,14 +180,14 @@ def match_threads(trace: Trace, record: SchedRecord) -> dict[int, ThreadSched]:
     matched: dict[int, ThreadSched] = {}
     for track, rows in rows_by_track(trace, np.flatnonzero(timed & ~device)).items():
         stamps = _stamps(trace, rows)
-        scores = sorted(
-            ((float(inside(*oncpu[tid], stamps).mean()), tid) for tid in oncpu), reverse=True
+        held = sorted(
+            ((int(inside(*oncpu[tid], stamps).sum()), tid) for tid in oncpu), reverse=True
         )
-        if not scores or scores[0][0] < MATCH_FLOOR:
+        if not held or 100 * held[0][0] < MATCH_FLOOR_PCT * len(stamps):
             continue
-        if len(scores) > 1 and scores[0][0] - scores[1][0] < MATCH_MARGIN:
+        if len(held) > 1 and 100 * (held[0][0] - held[1][0]) < MATCH_MARGIN_PCT * len(stamps):
             continue
-        matched[track] = by_tid[scores[0][1]]
+        matched[track] = by_tid[held[0][1]]
     return matched
 
 
