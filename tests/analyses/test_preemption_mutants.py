@@ -162,3 +162,58 @@ def test_a_bundles_preemption_is_its_records(tmp_path: Path) -> None:
     (tmp_path / SCHED_FILE).write_bytes(msgspec.json.encode(record([waiting, OFF])))
     found = bundle_preemption(RunBundle(tmp_path), trace)
     assert found is not None and found.preempted_ns.tolist() == [1 * MS]
+
+
+@pytest.mark.parametrize(
+    ("blocked", "valid"),
+    [
+        ([10, 20, 3], True),  # the waker's tid may be below the times: only start <= end
+        ([5, 5, 1], True),  # a sleep woken at once
+        ([1, 2, 3, 4, 9, 8], True),
+        ([1, 2, 3, 9, 8, 20], False),  # the second sleep ends before it starts
+        ([1, 2, 3, 4], False),  # not triples
+        ([], True),
+    ],
+)
+def test_blocked_sleeps_are_start_end_waker_triples(
+    tmp_path: Path, blocked: list[int], valid: bool
+) -> None:
+    thread = ThreadSched(1, "a", [], [], blocked)
+    (tmp_path / SCHED_FILE).write_bytes(msgspec.json.encode(record([thread])))
+    if valid:
+        assert read_sched(RunBundle(tmp_path)) == record([thread])
+    else:
+        with pytest.raises(
+            BundleError, match=r"thread 1's blocked sleeps are not \[start, end, tid\]"
+        ):
+            read_sched(RunBundle(tmp_path))
+
+
+def test_unsorted_intervals_are_named_with_their_kind(tmp_path: Path) -> None:
+    (tmp_path / SCHED_FILE).write_bytes(
+        msgspec.json.encode(record([ThreadSched(4, "a", [3, 1], [])]))
+    )
+    with pytest.raises(
+        BundleError, match=r"thread 4's oncpu intervals are not sorted \[start, end\] pairs"
+    ):
+        read_sched(RunBundle(tmp_path))
+
+
+def test_a_symlinked_record_names_the_scheduler_record(tmp_path: Path) -> None:
+    (tmp_path / SCHED_FILE).symlink_to("/etc/hostname")
+    with pytest.raises(BundleError, match=r"(^|\s)scheduler record(\s|$)"):
+        read_sched(RunBundle(tmp_path))
+
+
+def test_the_thresholds_on_many_stamps() -> None:
+    """On 200 stamps 95% is 190: 189 is not enough. On 2,000 stamps the margin is 400: a runner-
+    up 397 behind is too close."""
+    trace, thread = stamps_held(189, 100)
+    assert match_threads(trace, record([thread])) == {}
+    trace, thread = stamps_held(190, 100)
+    assert 0 in match_threads(trace, record([thread]))
+    trace, best = stamps_held(2000, 1000)
+    _, other = stamps_held(1603, 1000)
+    assert match_threads(trace, record([best, ThreadSched(11, "o", other.oncpu, [])])) == {}
+    _, other = stamps_held(1600, 1000)
+    assert 0 in match_threads(trace, record([best, ThreadSched(11, "o", other.oncpu, [])]))
