@@ -8,12 +8,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import msgspec
+import numpy as np
 import pytest
 
 from irprof.analyses.preemption import (
     MATCH_FLOOR_PCT,
     MATCH_MARGIN_PCT,
     MAX_DRIFT_NS,
+    MAX_STAMPS,
+    _stamps,
     bundle_preemption,
     effective_waits,
     match_threads,
@@ -217,3 +220,22 @@ def test_the_thresholds_on_many_stamps() -> None:
     assert match_threads(trace, record([best, ThreadSched(11, "o", other.oncpu, [])])) == {}
     _, other = stamps_held(1600, 1000)
     assert 0 in match_threads(trace, record([best, ThreadSched(11, "o", other.oncpu, [])]))
+
+
+def test_stamps_are_every_events_or_an_even_sample_with_both_ends() -> None:
+    """Up to MAX_STAMPS / 2 events, every start and end; beyond, MAX_STAMPS / 2 events spread
+    evenly from the first to the last (index i * (n - 1) / (k - 1), rounded down)."""
+    for count in (MAX_STAMPS // 2, MAX_STAMPS // 2 + 1, 5 * MAX_STAMPS):
+        trace = one_track([(k * 10, 5, EventKind.FRAMEWORK_OP) for k in range(count)])
+        rows = np.arange(count, dtype=np.int64)
+        got = _stamps(trace, rows).tolist()
+        k = min(count, MAX_STAMPS // 2)
+        picked = [i * (count - 1) // (k - 1) for i in range(k)] if count > k else list(range(count))
+        starts = [int(trace.ts_ns[row]) for row in picked]
+        assert got == starts + [start + 5 for start in starts], count
+
+
+def test_preempted_time_is_int64_nanoseconds() -> None:
+    trace = one_track([(10 * MS, 5 * MS, EventKind.FRAMEWORK_OP)])
+    found = preemption(trace, record([ON]))
+    assert found is not None and found.preempted_ns.dtype == np.int64
