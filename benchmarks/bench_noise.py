@@ -17,6 +17,11 @@ top-10 lists, whether the top-5 are the same ops in the same order, and the larg
 of any top-10 op's share (percentage points). Targets (issue "a stall is not a hotspot"): the
 same top-5 in the same order and every share within 2 points. The exit status is 0 either way:
 the figures are the result.
+
+`--control` captures each model a second time on the idle machine (idle, busy, idle again) and
+prints the same comparison between the two idle captures: the differences a ranking shows with
+no load at all (run-to-run variation of the kernels themselves), the floor under which the busy
+column cannot be judged.
 """
 
 from __future__ import annotations
@@ -111,6 +116,14 @@ def compare(idle: Ranking, loaded: Ranking) -> tuple[int, bool, float]:
     return overlap, same_order, diff
 
 
+def _control_columns(idle: Ranking, control: Ranking | None) -> str:
+    """The idle-against-idle columns (blank when the second idle capture is missing)."""
+    if control is None:
+        return f" {'-':>17} {'-':>9}"
+    _, same_order, diff = compare(idle, control)
+    return f" {'same' if same_order else 'differs':>17} {f'{diff:.2f} pp':>9}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--frameworks", default="tf,jax,torch")
@@ -121,6 +134,9 @@ def main() -> None:
     parser.add_argument("--show", action="store_true", help="also print both top-5 with shares")
     parser.add_argument("--stat", type=parse_stat, default="median", help="median|sum|min|mean")
     parser.add_argument("--time", type=parse_time_basis, default="oncpu", help="oncpu|wall")
+    parser.add_argument(
+        "--control", action="store_true", help="also capture a second idle run and compare"
+    )
     kept = parser.add_mutually_exclusive_group()
     kept.add_argument("--keep", type=Path, help="leave the bundles in this folder")
     kept.add_argument("--rerank", type=Path, help="rank the bundles --keep left here again")
@@ -134,8 +150,9 @@ def main() -> None:
     print(
         f"{'model':38} {'load idle/busy':>15} {'top-10 overlap':>15} {'top-5 order':>12} "
         f"{'max share diff':>15}"
+        + (f" {'idle/idle: order':>17} {'diff':>9}" if args.control else "")
     )
-    met = total = 0
+    met = total = controls = control_met = 0
     for framework in args.frameworks.split(","):
         for script in models_of(framework):
             if wanted and not any(part in script.name for part in wanted):
@@ -147,6 +164,8 @@ def main() -> None:
                         continue
                     idle = ranking(args.rerank / name / "idle", args.stat, args.time)
                     loaded = ranking(args.rerank / name / "busy", args.stat, args.time)
+                    again = args.rerank / name / "idle_again"
+                    control = ranking(again, args.stat, args.time) if again.is_dir() else None
                 else:
                     with tempfile.TemporaryDirectory() as tmp:
                         folder = args.keep / name if args.keep else Path(tmp)
@@ -155,15 +174,25 @@ def main() -> None:
                         with busy_cores(cores):
                             capture(framework, script, folder / "busy", args.steps, args.threads)
                         loaded = ranking(folder / "busy", args.stat, args.time)
+                        control = None
+                        if args.control:
+                            again = folder / "idle_again"
+                            capture(framework, script, again, args.steps, args.threads)
+                            control = ranking(again, args.stat, args.time)
                 overlap, same_order, diff = compare(idle, loaded)
                 ok = same_order and diff <= SHARE_TARGET_PP
                 met += ok
                 total += 1
+                if control is not None:
+                    _, control_order, control_diff = compare(idle, control)
+                    controls += 1
+                    control_met += control_order and control_diff <= SHARE_TARGET_PP
                 print(
                     f"{framework + '/' + script.stem:38} "
                     f"{f'{idle.load:.1f}/{loaded.load:.1f}':>15} {f'{overlap}/{TOP}':>15} "
                     f"{'same' if same_order else 'differs':>12} {f'{diff:.2f} pp':>15}"
-                    f"{'' if ok else '   (target missed)'}",
+                    + (_control_columns(idle, control) if args.control else "")
+                    + ("" if ok else "   (target missed)"),
                     flush=True,
                 )
                 if args.show:
@@ -173,6 +202,8 @@ def main() -> None:
                         )
                         print(f"  {label}: {listed}", flush=True)
     print(f"targets met (same top-5 order, shares within {SHARE_TARGET_PP} pp): {met}/{total}")
+    if controls:
+        print(f"the same between the two idle captures (no load): {control_met}/{controls}")
 
 
 if __name__ == "__main__":
