@@ -236,3 +236,55 @@ def test_graph_names_private_function_ops_through_their_call(
 def _loaded(bundle: RunBundle) -> tuple[Any, ProfiledModule]:
     loaded = load_annotated_level(bundle, "stablehlo")
     return loaded.module, loaded.profiled
+
+
+def _many_arguments_module(arguments: int, ops: int) -> str:
+    """`@main` taking `arguments` tensors; op k adds up its share of them (no scopes)."""
+    per_op = arguments // ops
+    params = ", ".join(f"%arg{i}: {T}" for i in range(arguments))
+    lines = [f"func.func @main({params}) -> {T} {{"]
+    for k in range(ops):
+        operands = ", ".join(f"%arg{i}" for i in range(k * per_op, (k + 1) * per_op))
+        types = ", ".join([T] * per_op)
+        lines.append(
+            f'  %v{k} = "test.sum"({operands}) {{{profile(100, 0.2)}}} : ({types}) -> {T} '
+            f'loc("sum{k}")'
+        )
+    lines.append(f"  return %v0 : {T}")
+    lines.append("}")
+    return "\n".join(lines)
+
+
+def test_more_arguments_than_max_nodes_draw_as_one_input_node() -> None:
+    # 25 arguments (a TF function takes every weight variable as one), 5 ops of 5 each.
+    module = parse_module(_many_arguments_module(25, 5), make_context())
+    graph = build_op_graph(module, profiled_ops_of(module), OpGraphOptions(max_nodes=20))
+    inputs = [node for node in graph.nodes if node.kind == "input"]
+    assert [(node.id, node.title, node.label) for node in inputs] == [
+        ("args", "25 function arguments", "%arg0..%arg24")
+    ]
+    assert inputs[0].detail == f"{T} x25"
+    from_inputs = sorted((edge.dst, edge.values) for edge in graph.edges if edge.src == "args")
+    # Each op reads 5 arguments: one edge per op, counting its 5 values.
+    ops = sorted(node.id for node in graph.nodes if node.kind == "op")
+    assert from_inputs == [(op, 5) for op in ops] and len(ops) == 5
+    assert all(edge.src in {"args"} | set(ops) for edge in graph.edges)
+
+
+def test_as_many_arguments_as_max_nodes_stay_one_node_each() -> None:
+    module = parse_module(_many_arguments_module(20, 5), make_context())
+    graph = build_op_graph(module, profiled_ops_of(module), OpGraphOptions(max_nodes=20))
+    inputs = [node.id for node in graph.nodes if node.kind == "input"]
+    assert inputs == [f"arg{i}" for i in range(20)]
+    assert sorted(edge.src for edge in graph.edges if edge.src.startswith("arg")) == sorted(inputs)
+
+
+def test_a_run_folder_given_for_the_mlir_names_its_annotated_levels(
+    jax_bundle: RunBundle, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    output = tmp_path / "graph.svg"
+    assert main(["graph", str(jax_bundle.root), "-o", str(output)]) == 2
+    said = "".join(capsys.readouterr().err.split())  # the console wraps long paths
+    assert f"{jax_bundle.root}:isadirectory" in said
+    assert f"annotatedlevels:{jax_bundle.annotated_path('stablehlo')})" in said
+    assert not output.exists()

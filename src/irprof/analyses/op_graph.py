@@ -36,7 +36,10 @@ class OpGraphOptions:
     function: str | None = None  # default: the function with the most attributed time
     expand: tuple[str, ...] = ()  # scopes (prefixes) drawn op by op even when grouping
     grouping: Grouping = "auto"  # auto: group only when the graph has more than max_nodes ops
-    max_nodes: int = 300  # op and group nodes; function inputs come on top
+    # Op and group nodes; function inputs come on top, one node each up to this many (a
+    # function with more arguments, e.g. a TF function taking every weight variable, draws
+    # them as one node).
+    max_nodes: int = 300
 
 
 @dataclass(frozen=True)
@@ -187,6 +190,8 @@ def build_op_graph(
             for child in block.operations:
                 child.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
     inputs = _input_nodes(func_op)
+    if len(inputs) > options.max_nodes:
+        inputs, raw_edges = _merged_inputs(inputs, raw_edges)
     return _assemble(name, tops, inputs, raw_edges, options)
 
 
@@ -243,6 +248,34 @@ def _input_nodes(func_op: ir.Operation) -> list[GraphNode]:
         )
         for arg in entry.arguments
     ]
+
+
+MERGED_INPUTS_ID = "args"
+
+
+def _merged_inputs(
+    inputs: list[GraphNode], raw_edges: list[tuple[str, int, str]]
+) -> tuple[list[GraphNode], list[tuple[str, int, str]]]:
+    """The function's arguments as one input node; their edges leave from it."""
+    types = Counter(node.detail for node in inputs)
+    node = GraphNode(
+        id=MERGED_INPUTS_ID,
+        kind="input",
+        label=f"%arg0..%arg{len(inputs) - 1}",
+        title=f"{len(inputs)} function arguments",
+        location="",
+        scope="",
+        total_ns=None,
+        share=None,
+        ops=0,
+        detail=", ".join(f"{kind} x{count}" for kind, count in types.most_common(6)),
+    )
+    argument_ids = {argument.id for argument in inputs}
+    edges = [
+        (MERGED_INPUTS_ID if source in argument_ids else source, target, type_text)
+        for source, target, type_text in raw_edges
+    ]
+    return [node], edges
 
 
 def _op_node(position: int, top: _TopOp) -> GraphNode:

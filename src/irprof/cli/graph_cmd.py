@@ -38,6 +38,12 @@ def graph(
     """Draw the data-flow graph of one function, coloured by each op's share of time."""
     if group not in ("auto", "always", "never"):
         raise UsageError(f"--group {group!r}: expected auto|always|never")
+    if mlir.is_dir():
+        levels = sorted((mlir / "annotated").glob("*.mlir"))
+        hint = ", ".join(str(level) for level in levels) or "none annotated yet"
+        raise UsageError(
+            f"{mlir}: is a directory, not an annotated .mlir file (its annotated levels: {hint})"
+        )
     if not mlir.is_file():
         raise UsageError(f"{mlir}: no such file")
     check_outputs({"-o": output}, [mlir])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from collections import Counter
 from dataclasses import dataclass
 
 from irprof.analyses.op_graph import OpGraph
@@ -60,10 +61,16 @@ class SvgRenderer:
 def check_layout_size(graph: OpGraph) -> None:
     """Refuse graphs too big for Graphviz to lay out in reasonable time and memory."""
     if len(graph.nodes) > MAX_LAYOUT_NODES:
+        kinds: Counter[str] = Counter(node.kind for node in graph.nodes)
+        parts = ", ".join(
+            f"{kinds[kind]} {label}"
+            for kind, label in (("op", "ops"), ("group", "scope groups"), ("input", "inputs"))
+            if kinds[kind]
+        )
         raise IrprofError(
-            f"@{graph.function}: {len(graph.nodes)} nodes are too many to lay out (limit "
-            f"{MAX_LAYOUT_NODES}; the ops carry no name scopes to collapse); write .dot or "
-            ".graphml instead, or draw a smaller function with --function"
+            f"@{graph.function}: {len(graph.nodes)} nodes ({parts}) are too many to lay out "
+            f"(limit {MAX_LAYOUT_NODES}); lower --max-nodes to collapse more scopes, draw a "
+            "smaller function with --function, or write .dot or .graphml instead"
         )
 
 

@@ -15,6 +15,7 @@ from irprof.analyses.roofline import Roofline
 from irprof.analyses.scope_tree import ScopeTree, headline
 from irprof.analyses.step_stats import OUTLIER_FLOOR_NS, OUTLIER_MADS, UNSTABLE_RATIO, NoiseVerdict
 from irprof.coverage import Coverage
+from irprof.errors import IrprofError
 from irprof.event_dag import EventDag
 from irprof.renderers.dag_svg import DagSvgRenderer
 from irprof.renderers.html_page import page
@@ -182,6 +183,17 @@ def _scopes(tree: ScopeTree) -> dict[str, Any]:
     }
 
 
+def _graph(report: LevelReport) -> dict[str, Any]:
+    """The op graph's payload, or why it is not drawn: a graph Graphviz cannot lay out (too
+    many nodes, no `dot`, a timeout) leaves the rest of the report as it is."""
+    if report.graph is None:
+        return {"graph": None, "graph_note": "no function to draw at this level"}
+    try:
+        return {"graph": graph_payload(report.graph), "graph_note": ""}
+    except IrprofError as exc:
+        return {"graph": None, "graph_note": f"op graph not drawn: {exc}"}
+
+
 def _level(report: LevelReport, framework: str) -> dict[str, Any]:
     profiled = report.annotated.profiled
     shown = {row["op_index"] for row in _table(report.by_op)["rows"]}
@@ -205,7 +217,7 @@ def _level(report: LevelReport, framework: str) -> dict[str, Any]:
             for op in profiled.ops
             if op.index in shown
         },
-        "graph": graph_payload(report.graph) if report.graph is not None else None,
+        **_graph(report),
         "coverage": _coverage(report.coverage),
         "unannotated": [
             {

@@ -342,7 +342,7 @@
 
   function graphTab() {
     var lv = level();
-    if (!lv.graph) return [el("p", { cls: "muted", text: "no function to draw at this level" })];
+    if (!lv.graph) return [el("p", { cls: "muted", text: lv.graph_note || "no function to draw at this level" })];
     var view = el("div", { cls: "graph-view", id: "graph-view" });
     var details = el("div", { cls: "details", id: "node-details" }, [el("p", { cls: "muted", text: "Click a node. Drag to pan, wheel to zoom." })]);
     var status = el("span", { cls: "muted", id: "graph-status" });
