@@ -8,8 +8,9 @@ inputs with an error naming the file, line and column before MLIR sees them; `ca
 runs the parse on a thread whose stack is sized for the nesting the pre-scan allowed.
 
 Measured on a 100k-op module (8.7 MB, parse 1.3 s on a 2-core VM): the pre-scan costs
-0.08-0.11 s (0.13-0.23 s when strings went through a regular expression), the parse thread ~1 ms. A child process that parses first would cost a fresh interpreter with the bindings
-(~0.5 s) plus a second parse (+0.66 s), nearly tripling the load, so it is not used; the pre-scan
+0.08-0.11 s (0.13-0.23 s when strings went through a regular expression), the parse thread
+~1 ms. A child process that parses first would cost a fresh interpreter with the bindings
+(~0.5 s) plus a second parse, more than doubling the load, so it is not used; the pre-scan
 plus the stack are what make crashes impossible for the shapes the parser recurses on.
 
 Bytecode is different: its reader trusts section sizes and indexes (one changed byte of a valid
