@@ -243,3 +243,32 @@ def test_linalg_iteration_domains(context: ir.Context) -> None:
     # M x N x K = 4 x 16 x 8; M comes from the output when the lhs has it dynamic; unknown
     # when no operand gives it; a transpose iterates over its 4 x 16 points; other ops: None
     assert by_result == [4 * 16 * 8, 4 * 16 * 8, None, 4 * 16, None]
+
+
+BROADCAST = """
+  %g = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (0, d1)>,
+                                        affine_map<(d0, d1) -> (d0, d1)>],
+                       iterator_types = ["parallel", "parallel"]}
+       ins(%a : tensor<1x8xf32>) outs(%c : tensor<4x8xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  } -> tensor<4x8xf32>
+"""
+
+
+def test_a_linalg_domain_with_a_constant_index(context: ir.Context) -> None:
+    # the input is read at row 0 of a 1 x 8 tensor for every one of the 4 x 8 points: the
+    # constant result bounds no loop, d0 comes from the output
+    _, ops = function("%a: tensor<1x8xf32>, %c: tensor<4x8xf32>", BROADCAST)
+    generic = next(op for op in ops if op.name == "linalg.generic")
+    assert linalg_domain(generic) == 4 * 8
+
+
+@pytest.mark.parametrize(("dtype", "size"), [("complex<f32>", 8), ("complex<f64>", 16)])
+def test_a_torch_complex_element_size_is_an_integer(
+    context: ir.Context, dtype: str, size: int
+) -> None:
+    # two floats of 32 or 64 bits; a byte count, never a float
+    value = element_bytes(ir.Type.parse(f"!torch.vtensor<[2],{dtype}>"))
+    assert value == size
+    assert type(value) is int

@@ -97,3 +97,19 @@ def test_negative_durations_are_read_as_zero_and_counted() -> None:
     warnings = ["earlier"]
     check_time_columns("t.json", np.asarray([0]), np.asarray([-1]), warnings)
     assert warnings == ["earlier", "1 event(s) with a negative 'dur' read as 0 ns"]
+
+
+def test_a_narrow_duration_column_comes_back_as_int64() -> None:
+    # three durations of 2**30 ns: their sum, 3 * 2**30, does not fit in int32
+    ts = np.array([0, 10, 20], dtype=np.int32)
+    dur = np.full(3, 2**30, dtype=np.int32)
+    # narrower columns than the signature asks for, as a reader's arrays may be
+    checked = check_time_columns("t.json", ts, dur, [])  # type: ignore[arg-type]
+    assert checked.dtype == np.int64
+    assert int(checked.sum()) == 3 * 2**30
+    warnings: list[str] = []
+    narrow = np.array([2**30, -1, 2**30], np.int32)
+    repaired = check_time_columns("t.json", ts, narrow, warnings)  # type: ignore[arg-type]
+    assert repaired.dtype == np.int64
+    assert repaired.tolist() == [2**30, 0, 2**30]
+    assert warnings == [negative_durations_warning(1)]
