@@ -14,8 +14,6 @@ import hashlib
 import shutil
 import sys
 import tempfile
-import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -174,45 +172,10 @@ def graph_record(graph: onnx.GraphProto, sizes: dict[str, int]) -> dict[str, Any
     }
 
 
-@dataclass(frozen=True)
-class ProfileClock:
-    """Where ORT's profile times start: `origin_ns` on CLOCK_REALTIME (None: not known), and
-    which clock `get_profiling_start_time_ns` read (or why the origin is not known)."""
-
-    origin_ns: int | None
-    note: str
-
-
-def profile_clock(
-    start_ns: int, realtime: tuple[int, int], monotonic: tuple[int, int]
-) -> ProfileClock:
-    """Place ORT's profiling start on the realtime clock.
-
-    ORT's profile `ts` counts microseconds from the session's profiling start, whose
-    `get_profiling_start_time_ns` reads C++'s `high_resolution_clock`: the realtime clock
-    with libstdc++ (Linux), a steady clock elsewhere. The clock is told by which of the two
-    readings taken around the session's creation bracket it; a monotonic start is moved to
-    realtime by the offset between the clocks at the second reading."""
-    if realtime[0] <= start_ns <= realtime[1]:
-        return ProfileClock(start_ns, "realtime")
-    if monotonic[0] <= start_ns <= monotonic[1]:
-        return ProfileClock(start_ns + realtime[1] - monotonic[1], "monotonic, moved to realtime")
-    return ProfileClock(
-        None,
-        f"ORT's profiling start {start_ns} ns is on neither the realtime nor the monotonic "
-        "clock read around the session's creation: the profile's times stay relative",
-    )
-
-
-def _clocks() -> tuple[int, int]:
-    return time.clock_gettime_ns(time.CLOCK_REALTIME), time.clock_gettime_ns(time.CLOCK_MONOTONIC)
-
-
 def profile_model(
     model_path: Path, optimized_path: Path, feeds: dict[str, Any], args: argparse.Namespace
-) -> tuple[Path, ProfileClock]:
-    """Run the model under ORT's profiler: warm-up and profiled runs in one session; the
-    profile and where its times start."""
+) -> Path:
+    """Run the model under ORT's profiler: warm-up and profiled runs in one session."""
     options = ort.SessionOptions()
     options.enable_profiling = True
     work = Path(tempfile.mkdtemp(prefix="irprof-ort-"))
@@ -223,46 +186,27 @@ def profile_model(
     options.inter_op_num_threads = 1
     options.log_severity_level = 3  # ORT warns on every optimized-model save
     try:
-        realtime_before, monotonic_before = _clocks()
         session = ort.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
-        realtime_after, monotonic_after = _clocks()
-        clock = profile_clock(
-            int(session.get_profiling_start_time_ns()),
-            (realtime_before, realtime_after),
-            (monotonic_before, monotonic_after),
-        )
         for _ in range(args.warmup + args.steps):
             session.run(None, feeds)
         written = Path(session.end_profiling())
     except Exception as error:  # ORT's errors are plain RuntimeErrors / its own Fail classes
         shutil.rmtree(work, ignore_errors=True)
         raise RunnerError(f"{args.model}: ONNX Runtime failed: {error}") from error
-    return written, clock
+    return written
 
 
-def split_profile(
-    full: Path, profiled: Path, warmup: int, runs: int, origin_ns: int | None = None
-) -> int:
+def split_profile(full: Path, profiled: Path, warmup: int, runs: int) -> int:
     """Write the events of the profiled runs (from the first profiled `model_run` on) to
-    `profiled`; returns that run's start in ns. The full profile stays as ORT wrote it.
-
-    With `origin_ns` (the profiling start on the realtime clock), the written events' `ts` are
-    realtime microseconds, ORT's relative microseconds plus the origin's (its sub-microsecond
-    part dropped: ORT's times are whole microseconds), so they line up with the scheduler's
-    record and other realtime traces; the returned start is on that clock too."""
+    `profiled`; returns that run's start in ns. The full profile stays as ORT wrote it."""
     events = orjson.loads(full.read_bytes())
     starts = sorted(int(e["ts"]) for e in events if e.get("name") == RUN_EVENT)
     if len(starts) != runs:
         raise RunnerError(f"{full}: {len(starts)} {RUN_EVENT} events for {runs} runs")
     boundary = starts[warmup]
-    shift = 0 if origin_ns is None else origin_ns // 1000
-    kept = [
-        orjson.dumps({**event, "ts": int(event["ts"]) + shift})
-        for event in events
-        if int(event.get("ts", -1)) >= boundary
-    ]
+    kept = [orjson.dumps(event) for event in events if int(event.get("ts", -1)) >= boundary]
     write_bytes_atomic(profiled, b"[\n" + b",\n".join(kept) + b"\n]\n")
-    return (boundary + shift) * 1000
+    return boundary * 1000
 
 
 def import_mlir(model: onnx.ModelProto) -> str:
@@ -334,15 +278,11 @@ def run(args: argparse.Namespace) -> None:
     except UsageError as error:
         raise RunnerError(str(error)) from error
     optimized_path = staging / OPTIMIZED_MODEL
-    written, clock = profile_model(source_path, optimized_path, feeds, args)
+    written = profile_model(source_path, optimized_path, feeds, args)
     shutil.move(str(written), staging / FULL_TRACE_FILE)
     shutil.rmtree(written.parent, ignore_errors=True)
     profiled_from_ns = split_profile(
-        staging / FULL_TRACE_FILE,
-        staging / TRACE_FILE,
-        args.warmup,
-        args.warmup + args.steps,
-        clock.origin_ns,
+        staging / FULL_TRACE_FILE, staging / TRACE_FILE, args.warmup, args.warmup + args.steps
     )
     try:
         text = import_mlir(model)
@@ -380,7 +320,6 @@ def run(args: argparse.Namespace) -> None:
             "dims_defaulted_to_1": defaulted,
             "named_nodes": len(stamped),
             "profiled_from_ns": profiled_from_ns,
-            "trace_clock": clock.note,
             "source_model": SOURCE_MODEL,
             "optimized_model": OPTIMIZED_MODEL,
             "runtime_graph": GRAPHS_FILE,
