@@ -29,6 +29,7 @@ STALL_NS = int(STALL_S * 1e9)
 STALLED_OP = "stall_pyfunc"
 STEP_MARKER = "irprof_step"
 STEPS = 5
+OUTLIER_FLOOR_NS = 100_000  # docs/views.md: an outlier exceeds its median by over 100 µs
 
 
 @dataclass(frozen=True)
@@ -131,7 +132,21 @@ def test_top_lists_the_stalled_step_as_an_outlier(
         for match in re.finditer(r"^\s+(\S+)\s+step (\d+)\s", text, re.MULTILINE)
     ]
     assert (STALLED_OP, stalled_step(trace)) in listed, text
-    assert [step for op, step in listed if op == STALLED_OP] == [stalled_step(trace)]
+    # On a busy machine another step of the PyFunc can stall for real (CI saw step 2 listed
+    # too). At wall time, where irprof's step times are the trace's, every other step listed
+    # must be one the trace shows above the PyFunc's median step by the documented floor.
+    capsys.readouterr()
+    assert main(["top", str(run), "--time", "wall"]) == 0
+    wall_text = capsys.readouterr().out
+    wall_steps = [
+        int(match.group(1))
+        for match in re.finditer(rf"^\s+{STALLED_OP}\s+step (\d+)\s", wall_text, re.MULTILINE)
+    ]
+    assert stalled_step(trace) in wall_steps, wall_text
+    times = trace.per_step[STALLED_OP]
+    median = statistics.median(times)
+    for step in wall_steps:
+        assert times[step] - median > OUTLIER_FLOOR_NS - STEPS, (step, times, wall_text)
 
 
 def test_the_median_ranking_keeps_the_stall_out(
