@@ -289,9 +289,11 @@ def test_editor_locations_of_called_functions_and_colon_paths() -> None:
     # the script as the manifest names it, the frame's line and column
     assert editor_location(module, add, "dir/model.py") == "dir/model.py:7:3"
     assert editor_location(module, add, "other.py") == "/abs/dir/model.py:7:3"
-    # an op of a called function: its call site in the script, not the callee's frame
-    assert editor_location(module, mul, "dir/model.py") == "dir/model.py:20:1"
+    # an op of a called function: its call site's first user frame (the call in other.py,
+    # which the script reaches at model.py:20), not the callee's bare `loc("max")`
+    assert editor_location(module, mul, "dir/model.py") == "/abs/dir/other.py:3:1"
     assert editor_location(module, mul, "") == "/abs/dir/other.py:3:1"
+    assert editor_location(module, mul, "dir/other.py") == "dir/other.py:3:1"
     assert editor_location(module, colon, "C:/proj/model.py") == "C:/proj/model.py:9:5"
     # the table places each row with the script it is given, and only then
     rows = (row("main/add", op_index=add),)

@@ -131,7 +131,12 @@ def _merge(
     count = sum(op.profile.count for op in ops if op.profile)
     kernels = tuple(dict.fromkeys(k for op in ops if op.profile for k in op.profile.kernels))
     fused = tuple(dict.fromkeys(f for op in ops if op.profile for f in op.profile.fused_with))
-    kinds = tuple(dict.fromkeys(op.op_name for op in ops))
+    # The kinds of a several-op row, the most time first (sorted is stable: ties keep walk
+    # order): a narrow column shows the kind that dominates the row, not the first in the IR.
+    kind_ns: dict[str, int] = {}
+    for op in ops:
+        kind_ns[op.op_name] = kind_ns.get(op.op_name, 0) + op.total_ns
+    kinds = sorted(kind_ns, key=lambda kind: -kind_ns[kind])
     if group:
         # One event ran every member: the group's count is its events', not their sum.
         count = max(op.profile.count for op in ops if op.profile)

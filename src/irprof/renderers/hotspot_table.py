@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Sequence
+from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
@@ -24,15 +25,21 @@ WIDE = 160  # the width of a table printed to a file, where no terminal decides 
 
 
 def editor_location(profiled: ProfiledModule, op_index: int, script: str) -> str:
-    """`file:line:col` of the op's frame in the model script (as the manifest names the
-    script), else its first user-code position, else its compact location. An op of a called
-    function known only by its primitive is placed at its (first) call site."""
+    """`file:line:col` of the op's first user-code frame, the model script's path written as
+    the manifest names it when the frame is in the script; else its compact location. An op of
+    a called function known only by its primitive is placed at its (first) call site.
+
+    The first user-code frame, not the script's: a model built by a library the script calls
+    (a Hugging Face model under torch.export, whose frames read `transformers/models/...`)
+    has every op under the script's one call line, which names no op."""
     op = profiled.ops[op_index]
-    frame = op.frame_in(script, at_call_site=True) if script else ""
-    if frame:
-        _, line, col = frame.rsplit(":", 2)
+    where = op.site_source
+    if not where:
+        return op.location
+    file, line, col = where.rsplit(":", 2) if where.count(":") >= 2 else (where, "", "")
+    if script and line and Path(file).name == Path(script).name:
         return f"{script}:{line}:{col}"
-    return op.site_source or op.location
+    return where
 
 
 ROOFLINE_COLUMNS = ("FLOP/B", "GFLOP/s", "GB/s", "roof", "bound")
