@@ -115,7 +115,7 @@ def capture_tf_round(script: Path, out: Path, steps: int) -> Figures:
     from irprof.frameworks.tf.capture import TfCaptureOptions, capture_tf
 
     options = with_mode(TfCaptureOptions(steps=steps), script)
-    bundle = capture_tf(script, out, options, force=True)
+    bundle = capture_tf(script, out, options)
     return recorded_figures(bundle) or fallback_figures("tf", script, bundle, steps)
 
 

@@ -67,7 +67,7 @@ def capture(model: str, out: Path) -> RunBundle:
     script = ZOO / f"{model}.py"
     options = capture_options(model)
     if isinstance(options, TfCaptureOptions):
-        return capture_tf(script, out, options, force=True)
+        return capture_tf(script, out, options)
     if isinstance(options, TorchCaptureOptions):
         return capture_torch(script, out, options)
     return capture_jax(script, out, options)

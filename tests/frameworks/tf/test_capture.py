@@ -199,12 +199,13 @@ def test_bad_options_fail_before_running(
     assert not (tmp_path / "run").exists()
 
 
-def test_existing_output_needs_force(tmp_path: Path) -> None:
+def test_a_directory_that_is_not_a_run_bundle_is_refused_and_kept(tmp_path: Path) -> None:
     out = tmp_path / "run"
     out.mkdir()
     (out / "keep.txt").write_text("mine")
-    with pytest.raises(UsageError, match="--force"):
+    with pytest.raises(UsageError, match="not a run bundle"):
         capture_tf(EXAMPLE, out)
+    assert [path.name for path in out.iterdir()] == ["keep.txt"]
     assert (out / "keep.txt").read_text() == "mine"
 
 

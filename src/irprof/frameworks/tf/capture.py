@@ -87,16 +87,13 @@ def capture_tf(
     script: str | Path,
     out: str | Path,
     options: TfCaptureOptions | None = None,
-    *,
-    force: bool = False,
 ) -> RunBundle:
-    """Profile `script`'s model and write the run bundle `out`; returns it."""
+    """Profile `script`'s model and write the run bundle `out`; returns it. An earlier run
+    bundle at `out` is replaced, any other non-empty directory refused (as every capture)."""
     opts = options or TfCaptureOptions()
     opts.validate()
     script_path = Path(script).resolve()
     out_path = Path(out).resolve()
-    if out_path.exists() and not force and (not out_path.is_dir() or any(out_path.iterdir())):
-        raise UsageError(f"{out}: already exists; choose another -o or pass --force")
     check_capture_arguments(script_path, out_path, steps=opts.steps, warmup=opts.warmup)
     with staged_bundle(out_path) as staging:
         work = staging / ".work"

@@ -66,7 +66,6 @@ def tf_command(
             "IRPROF_CAPTURE_THREADS]."
         ),
     ] = None,
-    force: Annotated[bool, typer.Option("--force", help="Replace RUN if it exists.")] = False,
 ) -> None:
     """Trace, dump TF-dialect MLIR and profile a TensorFlow model into a run bundle."""
     options = TfCaptureOptions(
@@ -82,7 +81,7 @@ def tf_command(
         reference_time=reference_time,
         threads=default_threads() if threads is None else threads,
     )
-    bundle = capture_tf(script, out, options, force=force)
+    bundle = capture_tf(script, out, options)
     manifest = bundle.manifest()
     typer.echo(
         f"wrote {bundle.root}: levels {', '.join(manifest.ir_levels)}, "
