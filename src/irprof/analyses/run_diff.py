@@ -21,6 +21,7 @@ from irprof.analyses.run_diff_samples import (
     run_samples,
 )
 from irprof.analyses.table import Tabular, dataclass_rows, row_columns
+from irprof.analyses.trace_export import origin_kernels, with_trace_kernels
 from irprof.bundle import RunBundle
 from irprof.errors import UsageError
 
@@ -313,7 +314,8 @@ def load_diff_side(
     the level when the caller has already loaded it)."""
     loaded = loaded or load_annotated_level(bundle, level)
     steps = bundle.manifest().steps
-    samples, markers = run_samples(bundle.trace(), loaded.profiled.ops, steps)
+    measured = with_trace_kernels(loaded.profiled.ops, origin_kernels(bundle))
+    samples, markers = run_samples(bundle.trace(), measured, steps)
     return DiffSide(
         label=label or str(bundle.root),
         level=loaded.level,

@@ -6,11 +6,12 @@ framework knowledge: an event maps to every op (at every annotated level) that l
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import dataclasses
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from irprof.analyses.annotated_level import load_annotated_level
-from irprof.analyses.profiled_ops import ProfiledModule
+from irprof.analyses.profiled_ops import ProfiledModule, ProfiledOp
 from irprof.bundle import Manifest, RunBundle
 from irprof.errors import BundleError
 from irprof.opprofile import OpProfile, ProfileData
@@ -104,4 +105,27 @@ def origin_kernels(bundle: RunBundle) -> dict[str, tuple[str, ...]]:
             data = entry.data
             if entry.key.origin and data.kernels and not data.source.startswith(REATTACH):
                 found.setdefault(entry.key.origin, data.kernels)
+    return found
+
+
+def with_trace_kernels(
+    ops: Sequence[ProfiledOp], kernels_of: Mapping[str, tuple[str, ...]]
+) -> list[ProfiledOp]:
+    """`ops`, those whose profile was carried down from another level (`reattach:`) listing the
+    trace's event names their upper ops were measured by (`origin_kernels`) instead of the
+    upper ops themselves (`torch.aten.mm torch#1937`), so that their per-step samples are read
+    from the trace as at the upper level. An op with an upper op of unknown kernels keeps its
+    list (it then has no samples, and rankings say so)."""
+    found: list[ProfiledOp] = []
+    for op in ops:
+        profile = op.profile
+        if profile is None or not profile.source.startswith(REATTACH):
+            found.append(op)
+            continue
+        origins = [label.rsplit(" ", 1)[-1] for label in profile.kernels]
+        if not origins or any(origin not in kernels_of for origin in origins):
+            found.append(op)
+            continue
+        names = tuple(dict.fromkeys(name for origin in origins for name in kernels_of[origin]))
+        found.append(dataclasses.replace(op, profile=dataclasses.replace(profile, kernels=names)))
     return found
