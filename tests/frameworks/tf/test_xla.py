@@ -30,6 +30,7 @@ pytest.importorskip("tensorflow")
 pytestmark = [pytest.mark.slow]
 
 ZOO = Path(__file__).resolve().parents[3] / "examples" / "zoo"
+MODELS = Path(__file__).resolve().parents[2] / "fixtures" / "tf" / "models"
 STEP_MARKER = "irprof_step"
 
 
@@ -37,6 +38,12 @@ STEP_MARKER = "irprof_step"
 def jit_bundle(tmp_path_factory: pytest.TempPathFactory) -> RunBundle:
     out = tmp_path_factory.mktemp("tf_jit") / "run"
     return capture_tf(ZOO / "tf_jit_compile.py", out, TfCaptureOptions(steps=3, warmup=1))
+
+
+@pytest.fixture(scope="module")
+def lambda_bundle(tmp_path_factory: pytest.TempPathFactory) -> RunBundle:
+    out = tmp_path_factory.mktemp("tf_lambda") / "run"
+    return capture_tf(MODELS / "xla_lambda.py", out, TfCaptureOptions(steps=3, warmup=1))
 
 
 @pytest.fixture(scope="module")
@@ -176,6 +183,29 @@ def test_the_xla_level_is_annotated(jit_bundle: RunBundle) -> None:
     module = load_module(text, make_context())
     convolutions = [i for i in derive_op_infos(module) if i.op_name == "stablehlo.convolution"]
     assert convolutions and all(get_profile(i.op) is not None for i in convolutions)
+
+
+def test_a_jit_compiled_lambda_called_from_python_is_joined(lambda_bundle: RunBundle) -> None:
+    """GIVEN `tf.function(lambda ..., jit_compile=True)` called from Python (its launching
+    event has no display name, so it is no op event) THEN each timed step's launch is found,
+    the cluster is matched to the lambda's function, its thunks are the level's time, and the
+    ops XLA compiled are listed as compiled, not as ops the runtime ran without an event."""
+    (function,) = re.findall(
+        r'func\.func @"(__inference_<lambda>_\d+)"', lambda_bundle.ir_path("tf").read_text()
+    )
+    outcome = annotate_bundle(lambda_bundle, level="tf")
+    coverage = outcome.coverage
+    assert coverage.time_coverage >= 0.99
+    xla = coverage.extra["xla"]
+    assert xla["launch_events"] == lambda_bundle.manifest().steps == 3
+    assert list(xla["modules"].values()) == [function]
+    thunks, _ = xspace_thunks(lambda_bundle)
+    assert sum(t["ns"] for t in thunks) <= xla["thunk_ns"] <= sum(t["async_ns"] for t in thunks)
+    assert coverage.profiled_ns == xla["thunk_ns"]
+    assert all(
+        u.reason.startswith(("compiled into the XLA cluster", "launches the XLA cluster"))
+        for u in coverage.unmatched_ops
+    ), [u.reason for u in coverage.unmatched_ops]
 
 
 def test_keras_fit_at_defaults_joins_its_xla_clusters(fit_bundle: RunBundle) -> None:

@@ -276,7 +276,7 @@ def correlate_module(
     op_rows = op_rows[~np.isin(op_rows, list(xla.launch_rows))]
     if level == XLA_LEVEL:
         op_rows = op_rows[:0]  # the XLA level holds the clusters' work only
-    elif len(op_rows) or xla.launch_rows:
+    elif len(op_rows) or xla.launch_rows or xla.profiled_ns:
         marker = manifest.option_str("step_marker", "irprof_step")
         reference = load_reference_steps(bundle, trace, op_rows, marker)
         shape_source = (reference.trace, reference.rows) if reference else (trace, op_rows)

@@ -127,6 +127,26 @@ def _launches(
     return launched
 
 
+def _function_call_rows(trace: Trace, in_steps: np.ndarray, view: TfOpIndex) -> np.ndarray:
+    """Rows in the steps whose event is a call of one of the level's functions: named
+    `<node>:<type>` with `<type>` the function's symbol (TF names a function call's event so)."""
+    functions = set(view.function_of) - {""}
+    ids = [
+        index
+        for index, text in enumerate(trace.strings)
+        if ":" in text and text.rsplit(":", 1)[1] in functions
+    ]
+    if not ids:
+        return np.zeros(0, dtype=np.int64)
+    return np.nonzero(in_steps & np.isin(trace.name, ids))[0]
+
+
+def _called_function(trace: Trace, row: int) -> str:
+    """The function a launching event runs: its `tf_op_name`, else its name's `<type>` part."""
+    name = str(trace.args(row).get("tf_op_name", ""))
+    return name or trace.strings[int(trace.name[row])].rsplit(":", 1)[-1]
+
+
 def _cluster_function(
     view: TfOpIndex, trace: Trace, launches: Sequence[int], program: HloModuleInfo | None
 ) -> str | None:
@@ -134,11 +154,7 @@ def _cluster_function(
     event runs (a whole `jit_compile` function runs as one event named after it) and the callees
     of call ops marked `_XlaMustCompile`; the one naming most of the program's TF nodes wins."""
     functions = set(view.function_of)
-    candidates = [
-        name
-        for row in launches
-        if (name := str(trace.args(row).get("tf_op_name", ""))) in functions
-    ]
+    candidates = [name for row in launches if (name := _called_function(trace, row)) in functions]
     for position, callee in view.callee_of.items():
         attributes = view.infos[position].op.attributes
         if "_XlaMustCompile" in attributes and ir.BoolAttr(attributes["_XlaMustCompile"]).value:
@@ -251,10 +267,16 @@ def join_xla(
 ) -> XlaJoin:
     """Give the timed steps' XLA thunks to the TF ops they ran, in `ledger`."""
     join = XlaJoin()
-    for module in xla_modules(trace, in_steps):
+    modules = xla_modules(trace, in_steps)
+    # A `jit_compile` function called from Python runs as one event `<f>:<f>` that the reader
+    # may not take for an op (a `<lambda>` in the name: no display name in the XPlane).
+    launchers = (
+        np.union1d(op_rows, _function_call_rows(trace, in_steps, view)) if modules else op_rows
+    )
+    for module in modules:
         found, _ = thunk_events(trace, module)
         events = _synchronous([e for e in found if in_steps[e.row]], trace)
-        launched = _launches(trace, op_rows, events)
+        launched = _launches(trace, launchers, events)
         join.launch_rows.update(launched)
         for row, thunks in launched.items():
             begin, end = int(trace.ts_ns[row]), int(trace.end_ns[row])
