@@ -6,6 +6,7 @@ steps, which one stalled step cannot move; `analyses/step_stats.py`, docs/views.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
@@ -248,9 +249,11 @@ def hotspots(
         raise UsageError(f"cannot rank hotspots by {stat!r}; choose one of {', '.join(STATS)}")
     key_of = _KEYS[by]
     groups: dict[str, list[ProfiledOp]] = {}
+    inputs: dict[int, tuple[str, ...]] = {}
     for op in ops:
         if op.profile is not None and not op.inclusive:
             groups.setdefault(key_of(op), []).append(op)
+            inputs[op.index] = op.inputs
     row_samples = _RowSamples(samples or {}, typical or {})
     used: Stat = stat if samples else "sum"
     note = "" if used == stat else "no per-step samples (no step markers): the sum instead"
@@ -262,7 +265,7 @@ def hotspots(
             for key, members in groups.items()
         ]
     if by == "op":
-        rows = [_strip_index(row) for row in rows]
+        rows = _told_apart([_strip_index(row) for row in rows], inputs)
     total = sum(row.total_ns for row in rows)
     profiled = profiled_ns if profiled_ns is not None else total
     if used != "sum":
@@ -325,6 +328,35 @@ def _collapsed_rows(
             )
         )
     return rows
+
+
+def _told_apart(rows: list[HotspotRow], inputs: Mapping[int, tuple[str, ...]]) -> list[HotspotRow]:
+    """Rows that share a name (a Flax NNX model's projections: `jit(forward)/dot_general`
+    each) get the function arguments their op reads and no other row of that name reads, as
+    `[state.attn.query.kernel.value]`; a row with none keeps the name."""
+    by_key: dict[str, list[int]] = {}
+    for position, row in enumerate(rows):
+        by_key.setdefault(row.key, []).append(position)
+    told = list(rows)
+    for positions in by_key.values():
+        if len(positions) < 2:
+            continue
+        read = [inputs.get(rows[p].op_index, ()) for p in positions]
+        readers: dict[str, int] = {}
+        for names in read:
+            for name in set(names):
+                readers[name] = readers.get(name, 0) + 1
+        for position, names in zip(positions, read, strict=True):
+            own = ", ".join(_argument_label(n) for n in names if readers[n] == 1)
+            if own:
+                told[position] = replace(told[position], key=f"{rows[position].key} [{own}]")
+    return told
+
+
+def _argument_label(name: str) -> str:
+    """A pytree path as dotted keys: `state['attn']['query']['kernel'].value` ->
+    `state.attn.query.kernel.value` (other names unchanged)."""
+    return re.sub(r"\[['\"]?([^'\"\]]*)['\"]?\]", r".\1", name).lstrip(".")
 
 
 def _strip_index(row: HotspotRow) -> HotspotRow:

@@ -58,6 +58,9 @@ class ProfiledOp:
     call_name: str = ""  # the call's name (common suffix of the names when several calls)
     call_sites: int = 0  # calls reaching the op's function (0: not reached or already named)
     call_chain: tuple[str, ...] = ()  # frames of the first call site, innermost first
+    # Names of the function arguments the op reads (their `loc("...")`, e.g. a JAX pytree path
+    # `state['attn']['query']['kernel'].value`): what tells apart ops of one name and line.
+    inputs: tuple[str, ...] = ()
 
     @property
     def inclusive(self) -> bool:
@@ -194,6 +197,7 @@ def profiled_ops_of(module: ir.Module, *, path: str = "<module>") -> ProfiledMod
     """Gather every op of an (annotated) module with its profile, in walk order."""
     records: list[ProfiledOp] = []
     function_of: dict[int, str] = {}
+    readers = _argument_readers(module)
     for index, info in enumerate(derive_op_infos(module)):
         op = info.op.operation
         parent = op.parent
@@ -216,6 +220,7 @@ def profiled_ops_of(module: ir.Module, *, path: str = "<module>") -> ProfiledMod
                 profile=get_profile(op),
                 trivial=is_trivial_op(info.op_name) or info.op_name in CONTAINER_OPS,
                 callee=_callee(op),
+                inputs=readers.get(op, ()),
             )
         )
     return ProfiledModule(
@@ -244,6 +249,28 @@ def _owned_scopes(records: list[ProfiledOp]) -> list[ProfiledOp]:
             scope = owners[scope]
         changed.append(op if scope == op.scope else dataclasses.replace(op, scope=scope))
     return changed
+
+
+def _argument_readers(module: ir.Module) -> dict[ir.Operation, tuple[str, ...]]:
+    """Op -> the names of the function arguments it reads, for arguments whose location is a
+    name (JAX names each leaf of a function's pytree arguments so). Walks the arguments' uses,
+    not every op's operands: the cost is the uses of named arguments."""
+    readers: dict[ir.Operation, list[str]] = {}
+    for function in module.body.operations:
+        regions = function.operation.regions
+        if not len(regions) or not regions[0].blocks:
+            continue
+        for argument in regions[0].blocks[0].arguments:
+            location = argument.location
+            if not isinstance(location, ir.NameLoc):
+                continue
+            for use in argument.uses:
+                owner = use.owner
+                operation = owner if isinstance(owner, ir.Operation) else owner.operation
+                names = readers.setdefault(operation, [])
+                if location.name_str not in names:
+                    names.append(location.name_str)
+    return {op: tuple(names) for op, names in readers.items()}
 
 
 def _callee(op: ir.Operation) -> str:
