@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib.metadata
 import importlib.util
+import inspect
 import platform
 import sys
 from collections.abc import Callable, Iterable, Mapping
@@ -42,6 +43,14 @@ def load_entry(
     if not callable(found):
         raise EntryError(f"{script}: defines no callable {entry!r}; {hint}")
     return found  # type: ignore[no-any-return]
+
+
+def accepts_mode(factory: Callable[..., Any]) -> bool:
+    """Whether the entry takes a `mode` argument (then it is called with `mode=MODE`)."""
+    try:
+        return "mode" in inspect.signature(factory).parameters
+    except (TypeError, ValueError):  # a builtin or C callable without a signature
+        return False
 
 
 def add_entry_options(parser: argparse.ArgumentParser, modes: Iterable[str]) -> None:

@@ -291,3 +291,41 @@ def test_every_training_event_has_a_phase_from_the_reference_step() -> None:
     assert run.unaligned == {}
     backward = [e for e in run.events if e.phase == "backward"]
     assert all(e.name.startswith(ENGINE_PREFIX) or e.name == "aten::ones_like" for e in backward)
+
+
+@pytest.mark.slow
+def test_an_entry_taking_mode_is_called_with_train_and_a_lambda_loss_leaves_no_irprof_frame(
+    tmp_path: Path,
+) -> None:
+    """GIVEN an entry `irprof_model(mode)` returning an inference tuple unless mode is "train",
+    and there a dict whose loss is a lambda (torch.export records no frame of it, only the
+    capture's own wrapper calling it) WHEN captured with --mode train THEN the entry was called
+    with mode="train" (the capture trains) and no location names irprof's own files."""
+    import irprof
+
+    script = tmp_path / "model.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import torch
+
+            def irprof_model(mode="infer"):
+                model = torch.nn.Linear(3, 2)
+                inputs = (torch.randn(4, 3),)
+                if mode != "train":
+                    return model, inputs
+                return {
+                    "model": model, "inputs": inputs, "targets": (torch.randn(4, 2),),
+                    "loss": lambda out, y: ((out - y) ** 2).mean(),
+                    "optimizer": torch.optim.SGD(model.parameters(), lr=0.1),
+                }
+            """
+        )
+    )
+    bundle = capture_torch(script, tmp_path / "run", TorchCaptureOptions(mode="train", steps=2))
+    assert bundle.manifest().options["mode"] == "train"
+    package = str(Path(irprof.__file__).resolve().parent)
+    for level in bundle.manifest().ir_levels:
+        text = bundle.ir_path(level).read_text()
+        assert package not in text and "steps_runner.py" not in text, level
+        assert "aten.mse" in text or "aten.pow" in text or "aten.mul" in text  # the loss's ops

@@ -6,7 +6,6 @@ Design notes: docs/jax.md, "Module notes", `frameworks/jax/steps_runner.py`.
 
 from __future__ import annotations
 
-import inspect
 import tempfile
 import time
 from collections.abc import Callable
@@ -16,7 +15,7 @@ from typing import Any
 
 import jax
 
-from irprof.capture.entry import EntryError
+from irprof.capture.entry import EntryError, accepts_mode
 from irprof.capture.step_overhead import Conditions, measure_overhead
 
 MODES = ("infer", "train")
@@ -45,11 +44,7 @@ class StepSpec:
 
 def call_entry(factory: Callable[..., Any], mode: str, where: str) -> Any:
     """Call the entry for `mode`; an entry without a `mode` argument can only infer."""
-    try:
-        accepts_mode = "mode" in inspect.signature(factory).parameters
-    except (TypeError, ValueError):
-        accepts_mode = False
-    if accepts_mode:
+    if accepts_mode(factory):
         return factory(mode=mode)
     if mode != "infer":
         raise EntryError(f"{where} takes no `mode` argument; define {where}(mode='infer') to train")

@@ -20,7 +20,13 @@ from iree.compiler import ir
 from iree.compiler.extras.fx_importer import ContextCache, FxImporter, GraphNodeImporter
 
 from irprof.bundle import Manifest, RunBundle, fingerprint_files
-from irprof.capture.entry import EntryError, add_entry_options, load_entry, package_versions
+from irprof.capture.entry import (
+    EntryError,
+    accepts_mode,
+    add_entry_options,
+    load_entry,
+    package_versions,
+)
 from irprof.capture.subprocess_run import ERROR_PREFIX  # the parent shows such lines as the error
 from irprof.fileio import write_bytes_atomic, write_text_atomic
 from irprof.frameworks.torch.decomposition import (
@@ -66,7 +72,10 @@ def model_spec_of(script: Path, entry: str, mode: str) -> ModelSpec:
     """Call the entry and check what it returned for `mode` (see `torch_steps_runner`)."""
     try:
         factory = load_entry(script, entry, module_name=f"irprof_model_{script.stem}")
-        return model_spec(factory(), mode, f"{script}: {entry}()")
+        # Called with mode=MODE when it takes one, as by every capture; either way what it
+        # returns decides (a dict with a loss and an optimizer can train).
+        produced = factory(mode=mode) if accepts_mode(factory) else factory()
+        return model_spec(produced, mode, f"{script}: {entry}()")
     except EntryError as error:
         raise ScriptError(str(error)) from error
 
@@ -158,11 +167,15 @@ def relativize_stack_traces(program: torch.export.ExportedProgram, script_dir: s
     """
     roots = library_roots()
     for node in program.graph.nodes:
-        raw = model_frames(node.meta.get("stack_trace"))
+        if not node.meta.get("stack_trace"):
+            continue
+        raw = model_frames(node.meta["stack_trace"])
         if raw:
             node.meta["stack_trace"] = format_stack_trace(
                 user_frames(raw, script_dir, roots, FRAMEWORK_DIRS)
             )
+        else:  # irprof's frames only (a training loss torch recorded no frame of): none
+            del node.meta["stack_trace"]
 
 
 @dataclass(frozen=True)
