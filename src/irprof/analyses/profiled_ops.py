@@ -198,8 +198,14 @@ def profiled_ops_of(module: ir.Module, *, path: str = "<module>") -> ProfiledMod
     records: list[ProfiledOp] = []
     function_of: dict[int, str] = {}
     readers = _argument_readers(module)
+    launches: dict[str, int] = {}  # IREE dispatch function -> `flow.dispatch` ops launching it
     for index, info in enumerate(derive_op_infos(module)):
         op = info.op.operation
+        if info.op_name == "flow.dispatch" and "entry_points" in op.attributes:
+            for entry in op.attributes["entry_points"]:
+                nested = ir.SymbolRefAttr(entry).value
+                if nested:
+                    launches[nested[-1]] = launches.get(nested[-1], 0) + 1
         parent = op.parent
         parent_key = hash(parent) if parent is not None else 0
         function = function_of.get(parent_key)
@@ -225,7 +231,7 @@ def profiled_ops_of(module: ir.Module, *, path: str = "<module>") -> ProfiledMod
         )
     return ProfiledModule(
         path=path,
-        ops=_resolve_call_sites(_owned_scopes(records)),
+        ops=_resolve_call_sites(_shared_dispatches(_owned_scopes(records), launches)),
         summary=get_summary(module) or {},
     )
 
@@ -341,6 +347,22 @@ class _CallResolver:
         if outer is None:
             return own, call.chain
         return f"{outer.name}/{own}", outer.chain or call.chain
+
+
+def _shared_dispatches(records: list[ProfiledOp], launches: dict[str, int]) -> list[ProfiledOp]:
+    """Ops of an IREE dispatch function that several `flow.dispatch` ops launch (IREE keeps one
+    executable for structurally identical work: every attention projection of a model) hold the
+    time of every launch, while their locations name the first instance's source ops: they are
+    named through the dispatch and its number of call sites, never as that first op alone."""
+    shared = {name: count for name, count in launches.items() if count > 1}
+    if not shared:
+        return records
+    return [
+        replace(op, call_name=op.function, call_sites=shared[op.function])
+        if op.function in shared and not op.call_sites
+        else op
+        for op in records
+    ]
 
 
 def _resolve_call_sites(records: list[ProfiledOp]) -> tuple[ProfiledOp, ...]:

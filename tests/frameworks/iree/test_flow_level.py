@@ -14,6 +14,7 @@ import orjson
 import pytest
 from iree.compiler import ir
 
+from irprof.analyses.annotated_level import load_annotated_level
 from irprof.api import open_run
 from irprof.bundle import RunBundle
 from irprof.correlate.base import CorrelationOptions
@@ -255,3 +256,27 @@ def test_flax_iree_bundle_has_no_machine_paths(flax_iree: RunBundle) -> None:
         text = path.read_text()
         assert "site-packages" not in text and not ABSOLUTE_SOURCE.search(text), path
     assert "<sys.path>/flax/linen/" in flax_iree.ir_path("stablehlo").read_text()
+
+
+def test_rows_of_a_shared_executable_name_the_dispatch_and_its_call_sites(tmp_path: Path) -> None:
+    """GIVEN two identical layers (one executable, two `flow.dispatch` sites) WHEN the flow
+    level is ranked THEN the executable's rows are named through the dispatch and its number of
+    sites (counted here from the flow IR's text), not as the first layer's op alone, which
+    holds neither layer's time by itself."""
+    run = open_run(_copy("twice", tmp_path).root)
+    text = (run.root / "ir" / "flow.mlir").read_text()
+    sites: dict[str, int] = defaultdict(int)
+    for key in re.findall(r"flow\.dispatch @[\w$.-]+::@([\w$.-]+)", text):
+        sites[key] += 1
+    shared = {key: count for key, count in sites.items() if count > 1}
+    assert shared, "the fixture launches one executable from two sites"
+    run.annotate("flow")
+    table = run.top("flow", limit=None)
+    loaded = load_annotated_level(RunBundle(run.root), "flow").profiled
+    for row in table.rows:
+        op = loaded.ops[row.op_index]
+        if op.function in shared:
+            assert f"{op.function}/" in row.key and f"({shared[op.function]} call sites)" in row.key
+        else:
+            assert "call sites" not in row.key
+    assert any(loaded.ops[row.op_index].function in shared for row in table.rows)
