@@ -208,6 +208,20 @@ def test_a_jit_compiled_lambda_called_from_python_is_joined(lambda_bundle: RunBu
     ), [u.reason for u in coverage.unmatched_ops]
 
 
+def test_xla_level_ops_carry_the_model_scripts_frames(lambda_bundle: RunBundle) -> None:
+    """XLA locates its ops by node name and one frame inside TensorFlow; the capture gives each
+    the chain of its node's op in the tf level, so the model's own line is among its frames."""
+    module = load_module(lambda_bundle.ir_path("xla").read_text(), make_context())
+    compute = [
+        info
+        for info in derive_op_infos(module)
+        if info.op_name in ("stablehlo.convolution", "stablehlo.dot_general")
+    ]
+    assert compute
+    for info in compute:
+        assert any(frame.startswith("xla_lambda.py:") for frame in info.keys.chain), info.keys
+
+
 def test_keras_fit_at_defaults_joins_its_xla_clusters(fit_bundle: RunBundle) -> None:
     """GIVEN `model.fit` at its defaults (Keras runs the grouped convolution and its gradient
     through XLA) THEN the tf level covers >= 99% from the timed steps, each cluster is matched

@@ -26,6 +26,7 @@ from irprof.capture.threads import default_threads
 from irprof.errors import CaptureError, UsageError
 from irprof.fileio import write_text_atomic
 from irprof.frameworks.tf.paths import make_paths_portable, own_frame_filter, portable_path_mapper
+from irprof.frameworks.tf.xla_locations import borrow_tf_locations
 from irprof.mlir.context import make_context
 from irprof.mlir.load import load_module, print_module
 
@@ -154,9 +155,14 @@ def _write_bundle(
     )
     context = make_context()
     levels = tuple(level for level in TF_LEVELS if level in result["ir_files"])
+    modules = {}
     for level in levels:
         module = load_module(work / result["ir_files"][level], context)
         make_paths_portable(module, mapped, own_frames)
+        modules[level] = module
+    if "xla" in modules and "tf" in modules:
+        borrow_tf_locations(modules["xla"], modules["tf"])
+    for level, module in modules.items():
         write_text_atomic(bundle.ir_path(level), print_module(module, debug_info=True))
     shutil.copytree(work / result["logdir"], bundle.trace_dir)
     reference: dict[str, Any] = {}
