@@ -107,18 +107,28 @@ class ReportData:
     against: str = ""  # the run this one is compared with ("" without a diff)
 
 
+def _op_text(op: ir.Operation, *, debug_info: bool) -> str:
+    """One op's IR; a function or loop as its header (it would print its whole body)."""
+    text = op.get_asm(enable_debug_info=debug_info, large_elements_limit=16)
+    if op.regions:
+        text = text.split("{", 1)[0].rstrip() + " { ... }"
+    return str(text)
+
+
 def _ir_texts(module: ir.Module, wanted: set[int]) -> dict[int, str]:
-    """IR text (with locations and the annotation) of the ops at the `wanted` walk indices."""
+    """IR text (with the annotation, and locations when they fit) of the ops at the `wanted`
+    walk indices."""
     texts: dict[int, str] = {}
     counter = -1
 
     def visit(op: ir.Operation) -> ir.WalkResult:
         nonlocal counter
         if counter in wanted:
-            text = op.get_asm(enable_debug_info=True, large_elements_limit=16)
-            if op.regions:
-                # A function or loop prints its whole body; its header says what it is.
-                text = text.split("{", 1)[0].rstrip() + " { ... }"
+            text = _op_text(op, debug_info=True)
+            if len(text) > IR_TEXT_LIMIT:
+                # A location chain can fill the limit (TF records ~60 frames per op): the op's
+                # operands, attributes and types matter more; its frames are in the op panel.
+                text = _op_text(op, debug_info=False)
             texts[counter] = text if len(text) <= IR_TEXT_LIMIT else text[:IR_TEXT_LIMIT] + " ..."
         counter += 1
         return ir.WalkResult.ADVANCE
