@@ -26,6 +26,11 @@ from irprof.opprofile import ProfileData
 # Path parts of installed code, as opposed to the user's own files.
 _LIBRARY_PARTS = ("site-packages/", "dist-packages/", "/lib/python3")
 
+# Frameworks whose call-site chains the IR lists OUTERMOST frame first: TF's `convert_function`
+# hangs the node name on the first Python frame of the stack and nests inward
+# (docs/frameworks.md). `innermost_first` puts them in the order every other stack uses.
+OUTERMOST_FIRST_FRAMEWORKS = frozenset({"tf"})
+
 # Ops that only hold other ops: their time is the sum of their children, never a row of its own.
 CONTAINER_OPS = frozenset({"builtin.module", "func.func", "util.func", "tf_executor.graph"})
 
@@ -81,10 +86,11 @@ class ProfiledOp:
 
     @property
     def user_source(self) -> str:
-        """The first call-site frame in user code (not `<frozen ...>`, `<sys.path>/...` or an
-        installed package), else the innermost source: the line a user recognises. TF chains
-        list the outermost frame first, JAX and torch the innermost, so scanning for user code
-        serves both."""
+        """The innermost call-site frame in user code (not `<frozen ...>`, `<sys.path>/...` or
+        an installed package), else the innermost source: the line a user recognises (a
+        subclassed Keras model's `self.conv(x)` in its `call`, not the script's `model(x)`).
+        Chains are innermost first (`innermost_first` for a bundle of TF, whose IR lists them
+        the other way round)."""
         return _first_user_frame(self.chain) or self.source
 
     def frame_in(self, script: str, *, at_call_site: bool = False) -> str:
@@ -229,10 +235,12 @@ def profiled_ops_of(module: ir.Module, *, path: str = "<module>") -> ProfiledMod
                 inputs=readers.get(op, ()),
             )
         )
+    summary = get_summary(module) or {}
+    records = innermost_first(records, str(summary.get("framework", "")))
     return ProfiledModule(
         path=path,
         ops=_resolve_call_sites(_shared_dispatches(_owned_scopes(records), launches)),
-        summary=get_summary(module) or {},
+        summary=summary,
     )
 
 
@@ -384,6 +392,15 @@ def _resolve_call_sites(records: list[ProfiledOp]) -> tuple[ProfiledOp, ...]:
             )
         result.append(op)
     return tuple(result)
+
+
+def innermost_first(records: list[ProfiledOp], framework: str) -> list[ProfiledOp]:
+    """`records` with every chain innermost first, as `ProfiledOp.chain` promises: the chains
+    of a framework whose IR lists them outermost first (`irprof.summary`'s `framework`) are
+    reversed."""
+    if framework not in OUTERMOST_FIRST_FRAMEWORKS:
+        return records
+    return [replace(op, chain=op.chain[::-1]) for op in records]
 
 
 def load_profiled_module(path: str | Path) -> tuple[ir.Module, ProfiledModule]:

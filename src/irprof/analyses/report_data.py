@@ -36,9 +36,6 @@ from irprof.event_dag import EventDag, build_event_dag
 
 IR_TEXT_LIMIT = 4000  # characters of one op's IR shown in the report
 IR_TEXT_OPS = 3000  # ops whose IR text is embedded (annotated first, then unannotated)
-# Frameworks whose call-site chains list the OUTERMOST frame first: TF's `convert_function`
-# hangs the node name on the first Python frame of the stack and nests inward (docs/frameworks.md).
-OUTERMOST_FIRST_FRAMEWORKS = frozenset({"tf"})
 # Installed code, as opposed to the user's own files (the rule of `ProfiledOp.user_source`).
 LIBRARY_PARTS = ("site-packages/", "dist-packages/", "/lib/python3")
 
@@ -56,10 +53,9 @@ def is_user_frame(frame: str) -> bool:
     return not frame.startswith("<") and not any(part in frame for part in LIBRARY_PARTS)
 
 
-def compact_location(chain: tuple[str, ...], framework: str) -> CompactLocation:
-    """`ProfiledOp.chain` put innermost first for `framework`, with its user frames."""
-    frames = chain[::-1] if framework in OUTERMOST_FIRST_FRAMEWORKS else chain
-    return CompactLocation(frames, tuple(f for f in frames if is_user_frame(f)))
+def compact_location(chain: tuple[str, ...]) -> CompactLocation:
+    """`ProfiledOp.chain` (innermost first) with its user frames."""
+    return CompactLocation(chain, tuple(f for f in chain if is_user_frame(f)))
 
 
 @dataclass(frozen=True)

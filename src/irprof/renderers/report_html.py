@@ -87,8 +87,8 @@ def _table(table: HotspotTable, limit: int = HOTSPOT_ROWS) -> dict[str, Any]:
     }
 
 
-def _op(op: ProfiledOp, ir_text: str | None, framework: str) -> dict[str, Any]:
-    compact = compact_location(op.chain, framework)
+def _op(op: ProfiledOp, ir_text: str | None) -> dict[str, Any]:
+    compact = compact_location(op.chain)
     return {
         "index": op.index,
         "op_name": op.op_name,
@@ -194,7 +194,7 @@ def _graph(report: LevelReport) -> dict[str, Any]:
         return {"graph": None, "graph_note": f"op graph not drawn: {exc}"}
 
 
-def _level(report: LevelReport, framework: str) -> dict[str, Any]:
+def _level(report: LevelReport) -> dict[str, Any]:
     profiled = report.annotated.profiled
     shown = {row["op_index"] for row in _table(report.by_op)["rows"]}
     shown |= {row["op_index"] for row in _table(report.by_op_expanded)["rows"]}
@@ -213,7 +213,7 @@ def _level(report: LevelReport, framework: str) -> dict[str, Any]:
         "by_type": _table(report.by_type),
         "by_scope": _table(report.by_scope),
         "ops": {
-            str(op.index): _op(op, report.ir_texts.get(op.index), framework)
+            str(op.index): _op(op, report.ir_texts.get(op.index))
             for op in profiled.ops
             if op.index in shown
         },
@@ -275,7 +275,7 @@ def report_payload(data: ReportData) -> dict[str, Any]:
     return {
         "bundle": data.bundle,
         "manifest": manifest.to_json(),
-        "levels": [_level(level, manifest.framework) for level in data.levels],
+        "levels": [_level(level) for level in data.levels],
         "dag": data.dag,
         "event_dag": (
             _event_dag(data.event_dag, data.dag_note) if data.event_dag is not None else None
