@@ -16,7 +16,10 @@ shorter CPU-time limit per mutant. mutmut 3.8.1 reads `only_mutate` and
 `pytest_add_cli_args_test_selection` from `[tool.mutmut]` once per process into
 `mutmut.configuration._config`; the child process this script starts loads that config,
 replaces those two fields for the module and then calls mutmut's own command line, so
-`pyproject.toml` is never rewritten.
+`pyproject.toml` is never rewritten. mutmut copies only `src/` and `tests/` into `mutants/`;
+the runner first copies README.md, `docs/`, `examples/` and `benchmarks/*.py` there too (tests
+find them relative to their own file: the documented outputs, the examples, the benchmarks'
+view helpers), without `benchmarks/.cache`.
 
 Which tests run against a module's mutants. mutmut itself runs, for each mutant, only the
 selected tests that executed the mutated function in its first (traced) pass, so the selection
@@ -63,6 +66,7 @@ TABLE = Path("benchmarks/mutation_results.tsv")
 SURVIVORS = Path("mutation-survivors.txt")
 MUTANTS = Path("mutants")
 TARGET = 0.90
+TEST_INPUTS = ("README.md", "docs", "examples")  # besides benchmarks/*.py: copy_test_inputs
 MUTANT_TESTS_SUFFIX = "_mutants.py"  # tests written from survivors: not a module's own tests
 LAZY_IMPORT = re.compile(r"irprof(\.\w+)+(:\w+)?")
 DETECTED = {"killed", "timeout", "segfault", "caught by type check"}
@@ -314,6 +318,24 @@ def write_survivors(module: str, text: str) -> None:
     path.write_text("".join([*kept, f"## {module}\n{text}\n"]), encoding="utf-8")
 
 
+def copy_test_inputs() -> None:
+    """Copy the repository files tests read, besides src/ and tests/, into mutants/.
+
+    mutmut copies only src/ and tests/; tests that find files relative to their own path read
+    README.md and docs/ (the documented outputs), examples/ and import benchmarks/*.py (not
+    benchmarks/.cache, hundreds of MB of captures).
+    """
+    for name in TEST_INPUTS:
+        source = REPO / name
+        if source.is_dir():
+            shutil.copytree(source, REPO / MUTANTS / name)
+        elif source.exists():
+            shutil.copy2(source, REPO / MUTANTS / name)
+    (REPO / MUTANTS / "benchmarks").mkdir()
+    for script in sorted((REPO / "benchmarks").glob("*.py")):
+        shutil.copy2(script, REPO / MUTANTS / "benchmarks" / script.name)
+
+
 def run_module(module: str, children: int, tests: list[str] | None) -> dict[str, str] | None:
     """Mutate one module in a fresh mutants/; return its row, or None when mutmut failed."""
     selection = tests or test_selection(module)
@@ -336,6 +358,7 @@ def run_module(module: str, children: int, tests: list[str] | None) -> dict[str,
     ]
     print(f"== {module}: {len(selection)} test files", flush=True)
     (REPO / MUTANTS).mkdir()
+    copy_test_inputs()
     log = REPO / MUTANTS / "run.log"  # mutmut's own output, kept until the next module
     with log.open("w", encoding="utf-8") as out:
         subprocess.run(command, cwd=REPO, env=env, check=False, stdout=out, stderr=out)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import re
 
+import pytest
 from rich.console import Console
 
 from irprof.analyses.run_diff import DiffOptions, DiffRow, RunDiff
@@ -342,3 +343,19 @@ def test_the_delta_colour_follows_the_deltas_sign() -> None:
     line = next(line for line in colour(diff(ops=(flat,))).splitlines() if " flat " in line)
     assert re.search("\x1b\\[32m *\\+0 ns", line)
     assert re.search("\x1b\\[31m *\\[\\+1 ns, \\+2 ns\\]", line)  # the interval is above 0
+
+
+def test_a_file_stays_plain_where_the_environment_forces_colour(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # `irprof diff -o diff.txt` in a CI job that sets FORCE_COLOR (and a colour TERM): rich
+    # would take the buffer for a terminal and write escape codes into the file
+    plain = RENDERER.render(diff()).decode()
+    assert "\x1b" not in plain
+    for name in ("NO_COLOR", "TTY_COMPATIBLE", "COLORTERM"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    monkeypatch.setenv("TERM", "xterm-256color")
+    forced = RENDERER.render(diff()).decode()
+    assert "\x1b" not in forced
+    assert forced == plain

@@ -80,3 +80,11 @@ def test_csv_writes_lists_and_records_as_json_and_none_as_nothing() -> None:
     ]
     assert tabular_csv(ROWS).endswith(']"\n')
     assert tabular_csv(Rows(())) == "name,ns,kernels\n"
+
+
+def test_json_refuses_a_row_whose_cells_do_not_match_the_columns() -> None:
+    # a result whose rows and columns disagree (a field left out of `table_columns` but not of
+    # its rows) fails, rather than writing objects with the extra cell silently dropped
+    for row in (("a", 1, (), "extra"), ("a", 1)):
+        with pytest.raises(ValueError, match="zip"):
+            tabular_json(Rows((row,)))
