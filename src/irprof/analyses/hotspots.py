@@ -300,9 +300,13 @@ def _collapsed_rows(
     rows: list[HotspotRow] = []
     by_group: dict[str, list[ProfiledOp]] = {}
     for key, members in groups.items():
-        profile = members[0].profile
-        if profile is not None and profile.estimated:
-            by_group.setdefault(profile.group, []).append(members[0])
+        op = members[0]
+        profile = op.profile
+        # An op holding more than its group measured also ran alone (a lowered matmul that
+        # took its own torch op's time and a share of a small op folded into several layers):
+        # it is its own row, never one of the group's.
+        if profile is not None and profile.estimated and op.total_ns <= profile.group_total_ns:
+            by_group.setdefault(profile.group, []).append(op)
         else:
             rows.append(_merge(key, members, single=True, samples=samples, stat=stat))
     for group, members in by_group.items():

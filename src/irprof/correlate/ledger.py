@@ -57,7 +57,6 @@ class OpAccount:
     kernels: list[str] = field(default_factory=list)
     partners: dict[int, None] = field(default_factory=dict)
     groups: dict[str, int] = field(default_factory=dict)  # group id -> ns received from it
-    alone_ns: int = 0  # ns received from events (or upper ops) that ran this op alone
     source: str = ""
 
 
@@ -128,8 +127,6 @@ class Ledger:
             if len(members) > 1:
                 account.groups[group_id] = account.groups.get(group_id, 0) + share
                 account.partners.update((p, None) for p in members if p != position)
-            else:
-                account.alone_ns += share
             account.source = account.source or source
         self.attributed_ns += int(dur_ns)
         return shares
@@ -216,17 +213,11 @@ class Ledger:
         ]
 
     def group_of(self, position: int) -> tuple[str, GroupRecord] | None:
-        """The op's main group: the one it received the most time from; None when alone, or
-        when it received more from events that ran it alone (a linalg matmul that
-        also took a share of a small torch op folded into it and three other layers' matmuls
-        is its own row, not one of a four-op group)."""
-        account = self.accounts.get(position)
-        if account is None or not account.groups:
+        """The op's main group: the one it received the most time from (None when alone)."""
+        groups = self.accounts[position].groups if position in self.accounts else {}
+        if not groups:
             return None
-        groups = account.groups
         group_id = max(groups, key=lambda g: (groups[g], g))
-        if groups[group_id] < account.alone_ns:
-            return None
         return group_id, self.groups[group_id]
 
     def profile_data(
