@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from iree.compiler import ir
 
-from irprof.analyses.report_data import IR_TEXT_LIMIT, _ir_texts
+from irprof.analyses.report_data import IR_LOCATION_LIMIT, IR_TEXT_LIMIT, _ir_texts
 from irprof.mlir.context import make_context
 
 FRAMES = 400  # far over the limit once printed
@@ -34,3 +34,17 @@ def test_an_op_whose_location_overflows_is_shown_whole_without_it() -> None:
     assert len(long) < IR_TEXT_LIMIT and not long.endswith(" ...")
     assert 'marker = "long"' in long and ": f32" in long and "arith.mulf" in long
     assert "lib/f0.py" not in long
+
+
+def test_a_chain_that_fits_the_limit_is_still_left_to_the_op_panel() -> None:
+    """Ten frames fit in 4,000 characters but repeat the panel's frames: the IR goes without
+    them; a name and one frame (what torch and JAX record) stay in the IR."""
+    frames = 10
+    chain = "".join(f'callsite("lib/f{i}.py":{i}:1 at ' for i in range(frames)) + '"m.py":1:1'
+    location = f"loc({chain}{')' * frames})"
+    assert IR_LOCATION_LIMIT < len(location) < IR_TEXT_LIMIT
+    text = MODULE.replace(f"loc({CHAIN}{')' * FRAMES})", location)
+    with make_context():
+        texts = _ir_texts(ir.Module.parse(text), {1, 2})
+    assert 'loc("short"("model.py":3:1))' in texts[1]
+    assert "lib/f0.py" not in texts[2] and 'marker = "long"' in texts[2]

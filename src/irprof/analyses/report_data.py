@@ -35,6 +35,9 @@ from irprof.errors import BundleError, IrprofError, UsageError
 from irprof.event_dag import EventDag, build_event_dag
 
 IR_TEXT_LIMIT = 4000  # characters of one op's IR shown in the report
+# Characters of location an op's IR keeps (a `file:line:col`, a name and a frame or two); a
+# longer chain (TF records ~60 frames per op) is in the op panel's frames, not repeated here.
+IR_LOCATION_LIMIT = 240
 IR_TEXT_OPS = 3000  # ops whose IR text is embedded (annotated first, then unannotated)
 # Installed code, as opposed to the user's own files (the rule of `ProfiledOp.user_source`).
 LIBRARY_PARTS = ("site-packages/", "dist-packages/", "/lib/python3")
@@ -112,7 +115,7 @@ def _op_text(op: ir.Operation, *, debug_info: bool) -> str:
 
 
 def _ir_texts(module: ir.Module, wanted: set[int]) -> dict[int, str]:
-    """IR text (with the annotation, and locations when they fit) of the ops at the `wanted`
+    """IR text (with the annotation, and its location when short) of the ops at the `wanted`
     walk indices."""
     texts: dict[int, str] = {}
     counter = -1
@@ -120,11 +123,13 @@ def _ir_texts(module: ir.Module, wanted: set[int]) -> dict[int, str]:
     def visit(op: ir.Operation) -> ir.WalkResult:
         nonlocal counter
         if counter in wanted:
-            text = _op_text(op, debug_info=True)
-            if len(text) > IR_TEXT_LIMIT:
-                # A location chain can fill the limit (TF records ~60 frames per op): the op's
-                # operands, attributes and types matter more; its frames are in the op panel.
-                text = _op_text(op, debug_info=False)
+            text = _op_text(op, debug_info=False)
+            located = _op_text(op, debug_info=True)
+            # A location chain can fill the limit and the page (TF records ~60 frames per op,
+            # the report's largest part on ResNet50): the op's operands, attributes and types
+            # matter more, and its frames are in the op panel.
+            if len(located) - len(text) <= IR_LOCATION_LIMIT and len(located) <= IR_TEXT_LIMIT:
+                text = located
             texts[counter] = text if len(text) <= IR_TEXT_LIMIT else text[:IR_TEXT_LIMIT] + " ..."
         counter += 1
         return ir.WalkResult.ADVANCE

@@ -74,8 +74,10 @@
   }
   // The op's location, compact: its runtime name and the user's own frames (innermost first);
   // an op of a private function (its own location a bare primitive) first shows the call site.
+  // An op's frames are indices into its level's table of frames.
+  function opFrames(indices) { var table = level().frames || []; return (indices || []).map(function (i) { return table[i]; }); }
   function compactLocation(op) {
-    var frames = op.frames || [], user = op.user_frames || [];
+    var frames = opFrames(op.frames), user = opFrames(op.user_frames);
     var box = el("div", { cls: "loc-compact" }, [el("div", { cls: "loc-name", text: op.name || "(no runtime name)" })]);
     if (op.call_site) box.appendChild(el("div", { cls: "loc-frame", text: op.call_site + (op.call_sites > 1 ? " (first of " + op.call_sites + " calls)" : " (call site)") }));
     if (user.length) user.forEach(function (f) { box.appendChild(el("div", { cls: "loc-frame", text: f })); });
@@ -84,7 +86,7 @@
   }
   // The whole call-site chain, library frames included (user frames in bold), behind a toggle.
   function fullLocation(op) {
-    var frames = op.frames || [], user = op.user_frames || [];
+    var frames = opFrames(op.frames), user = opFrames(op.user_frames);
     var full = frames.length
       ? el("ol", { cls: "frames" }, frames.map(function (f) { return el("li", { cls: user.indexOf(f) >= 0 ? "user" : "", text: f }); }))
       : el("div", { cls: "frames", text: op.location });
