@@ -48,6 +48,10 @@ DATA_MOVEMENT_OPCODES = frozenset(
 )
 # Opcodes whose called computations are part of the same kernel (their instructions run in it).
 FUSING_OPCODES = frozenset({"fusion", "call"})
+# XLA's CSE merges equal constants across the whole module and keeps one user's metadata: a
+# constant's op name says where one of its many users came from, not what a kernel runs for
+# (a zero shared by MobileNetV2's whole backward pass named its first BatchNorm's `mean`).
+SHARED_BY_CSE = frozenset({"constant"})
 
 
 @dataclass(frozen=True)
@@ -63,6 +67,12 @@ class HloInstructionInfo:
     computation: str
     called: tuple[str, ...]  # names of called computations
     operands: tuple[str, ...] = ()  # names of the operand instructions (same computation)
+
+    @property
+    def owner(self) -> str:
+        """The framework op this instruction computes for: its `op_name`, "" for an
+        instruction XLA shares among ops (`SHARED_BY_CSE`)."""
+        return "" if self.opcode in SHARED_BY_CSE else self.op_name
 
     @property
     def source(self) -> str | None:
@@ -82,7 +92,7 @@ class HloModuleInfo:
     def kernel_members(self, instruction: str) -> tuple[HloInstructionInfo, ...]:
         """The instructions a thunk of `instruction` runs: itself, or for a fusion or call every
         instruction of its computations (the fusion itself only when none of them has metadata),
-        for a `while` itself and its condition's instructions.
+        for a `while` itself and its condition's instructions. "Metadata" is an `owner`.
 
         Reducer computations (`to_apply` of a reduce inside a fusion) are included: their
         scalar ops run inside the same kernel and carry the reduce's op name.
@@ -109,7 +119,7 @@ class HloModuleInfo:
                 member = self.instructions[name]
                 members.append(member)
                 pending.extend(member.called)
-        if not any(member.op_name for member in members):
+        if not any(member.owner for member in members):
             members.insert(0, root)
         return tuple(members)
 

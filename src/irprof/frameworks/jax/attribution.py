@@ -53,14 +53,12 @@ def plan_kernel(
         return KernelPlan((), f"no instruction '{hlo_op}' in HLO module {program.name}")
     matched: list[tuple[HloInstructionInfo, tuple[IrTarget, ...]]] = []
     for member in members:
-        targets = index.lookup(member.op_name, member.chain)
+        targets = index.lookup(member.owner, member.chain)
         if targets:
             refined = index.refine(member.opcode, targets, member.elements)
             matched.append((member, tuple(refined)))
     if not matched:
-        if (orphans is not None and orphans.unnamed(members)) or not any(
-            m.op_name for m in members
-        ):
+        if (orphans is not None and orphans.unnamed(members)) or not any(m.owner for m in members):
             placed = orphans.place(hlo_op) if orphans is not None else None
             if placed is not None and placed.targets:
                 return KernelPlan(((1.0, placed.targets, hlo_op),), basis="even")
@@ -71,7 +69,7 @@ def plan_kernel(
             return KernelPlan(
                 (), "XLA-inserted instruction without op metadata (e.g. a layout copy)"
             )
-        names = sorted({m.op_name for m in members if m.op_name})
+        names = sorted({m.owner for m in members if m.owner})
         return KernelPlan((), f"op names not found in the IR: {', '.join(names[:3])}")
     weights = [1.0] * len(matched)
     basis = "even"

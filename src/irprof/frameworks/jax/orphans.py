@@ -45,9 +45,9 @@ class OrphanResolver:
                 self.users[operand].append(instruction.name)
             for computation in instruction.called:
                 self.callers[computation].append(instruction.name)
-            if instruction.op_name:
+            if instruction.owner:
                 reached.update(
-                    t.position for t in index.lookup(instruction.op_name, instruction.chain)
+                    t.position for t in index.lookup(instruction.owner, instruction.chain)
                 )
         self.lost = [
             position
@@ -61,8 +61,7 @@ class OrphanResolver:
         """No member names an IR op: no metadata, or (a copy XLA made of a parameter, e.g.
         to change its layout) only the name of the entry function's argument it reads."""
         return all(
-            not member.op_name
-            or (member.op_name in self.arguments and member.opcode in PREPARATION)
+            not member.owner or (member.owner in self.arguments and member.opcode in PREPARATION)
             for member in members
         )
 

@@ -185,7 +185,7 @@ class _Names(dict[str, list[int]]):
     def of(self, instruction: HloInstructionInfo) -> list[int]:
         """The ops of the instruction's TF node; at the XLA level, where one node became several
         StableHLO ops, those the instruction's opcode translates to when there are any."""
-        found = self[instruction.op_name]
+        found = self[instruction.owner]
         mnemonic = instruction.opcode.replace("-", "_")
         same = [p for p in found if self._view.infos[p].op_name == f"stablehlo.{mnemonic}"]
         return same or found
@@ -233,10 +233,10 @@ def _own_plan(
     if not members:
         return [], [], "even", f"no instruction '{hlo_op}' in HLO module {program.name}"
     matched: list[tuple[HloInstructionInfo, list[int]]] = [
-        (m, names.of(m)) for m in members if m.op_name and names[m.op_name]
+        (m, names.of(m)) for m in members if m.owner and names[m.owner]
     ]
     if not matched:
-        named = sorted({m.op_name for m in members if m.op_name})
+        named = sorted({m.owner for m in members if m.owner})
         if not named:
             return [], [], "even", "XLA-inserted instruction without op metadata (a layout copy)"
         return [], [], "even", f"TF node names not found at this level: {', '.join(named[:3])}"
