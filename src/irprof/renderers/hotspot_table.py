@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -20,6 +21,8 @@ from irprof.renderers.coverage_table import capture_overhead_text
 from irprof.renderers.fit import FitColumn, fit_table
 from irprof.renderers.units import format_ns, format_share, shorten
 
+# TF names an op of a function body `node@function` (what its XPlane events carry as well).
+_FUNCTION_SUFFIX = re.compile(r"@([A-Za-z_][\w.$-]*)")
 _KEY_TITLE = {"op": "op (runtime name)", "type": "op kind", "scope": "name scope"}
 WIDE = 160  # the width of a table printed to a file, where no terminal decides it
 
@@ -76,10 +79,14 @@ def hotspot_rich_table(
     spread = any(row.steps for row in rows)
     kinds = [row.op_name for row in rows]
     dialect = shared_dialect(kinds) if table.by != "type" else ""
+    keys = [row.key for row in rows]
+    function = shared_function(keys) if table.by == "op" else ""
+    key_title = _KEY_TITLE[table.by] + (f" in @{function}" if function else "")
     columns = [
         FitColumn("#", [str(rank) for rank in range(1, len(rows) + 1)], justify="right"),
-        FitColumn(_KEY_TITLE[table.by], [row.key for row in rows], shrink="head", min_width=32),
-    ]
+        FitColumn(key_title, [without_function(key, function) for key in keys], shrink="head",
+                  min_width=32),
+    ]  # fmt: skip
     if table.by != "type":
         title_kind = f"kind ({dialect}.)" if dialect else "kind"
         cells = [without_dialect(kind, dialect) for kind in kinds]
@@ -146,6 +153,24 @@ def shared_dialect(kinds: Sequence[str]) -> str:
         if part.strip()
     }
     return next(iter(dialects)) if len(dialects) == 1 else ""
+
+
+def shared_function(keys: Sequence[str]) -> str:
+    """The function every row's name carries as TF writes it (`Relu@__inference_f_42`), or "".
+
+    A Keras `fit` step runs every op in one function; its ~35-character suffix on every row
+    left a narrow terminal `…veBackpropInput@__inference_one_step_on_data_30908` for each.
+    """
+    functions = {tuple(_FUNCTION_SUFFIX.findall(key)) for key in keys}
+    if len(functions) != 1:
+        return ""
+    found = next(iter(functions))
+    return found[0] if len(found) == 1 else ""
+
+
+def without_function(key: str, function: str) -> str:
+    """`key` without its `@function` when the column title names the function."""
+    return key.replace(f"@{function}", "", 1) if function else key
 
 
 def without_dialect(kind: str, dialect: str) -> str:
