@@ -51,6 +51,11 @@ TRIVIAL_OPS = frozenset(
         "linalg.yield",
         "tensor.empty",
         "scf.yield",
+        # Implicit terminators of IREE's containers (never printed, present in every walk).
+        "flow.executable_end",
+        "hal.executable_end",
+        "hal.executable.variant_end",
+        "stream.executable_end",
     }
 )
 

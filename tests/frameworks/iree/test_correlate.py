@@ -211,3 +211,24 @@ def test_a_copy_dispatch_goes_to_the_op_it_materialises(bundle: RunBundle) -> No
     assert [e.op_name for e in copy if "inclusive" not in e.data.source] == [
         "stablehlo.convolution"
     ]
+
+
+def test_a_copy_dispatch_at_the_flow_level_is_its_loads_and_stores(bundle: RunBundle) -> None:
+    """A pure copy has no arithmetic to weigh: its time is shared evenly by the dispatch body's
+    ops, not by the executable's implicit `flow.executable_end` after the body (which took a
+    third of each of GPT-2's copies)."""
+    key = "main_dispatch_0_slow_memcpy"
+    lines = (bundle.root / "trace" / "dispatch.jsonl").read_text().splitlines()
+    expected = sum(orjson.loads(line)["duration_ns"] for line in lines if key in line)
+    entries = CORRELATOR.correlate(bundle, "flow", CorrelationOptions()).opprofile.entries
+    copy = {
+        e.op_name: e.data.total_ns
+        for e in entries
+        if key in e.data.kernels and "inclusive" not in e.data.source
+    }
+    assert set(copy) == {
+        "iree_tensor_ext.dispatch.tensor.load",
+        "iree_tensor_ext.dispatch.tensor.store",
+    }
+    assert abs(sum(copy.values()) - expected) <= len(copy)
+    assert all(abs(share - expected / 2) <= 1 for share in copy.values())

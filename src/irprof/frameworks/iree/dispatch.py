@@ -150,7 +150,8 @@ def plan_dispatches(
             if info.op_name in ("flow.executable", "util.func"):
                 current = None
             continue
-        add_to_plan(current, position, info, level, functions)
+        if _in_function(info.op):  # not the executable's own ops after it (`*_end`)
+            add_to_plan(current, position, info, level, functions)
     for key, plan in plans.items():
         if key in export_location:
             attribute_copy(plan, export_location[key], level, functions)
@@ -212,6 +213,20 @@ def _init_origins(op: ir.Operation, level: str, functions: frozenset[int]) -> li
             if stamped:
                 return stamped
     return []
+
+
+def _in_function(op: ir.Operation) -> bool:
+    """Inside a `func.func` (a dispatch body), not an executable's terminator after it: a pure
+    copy's time is shared evenly by its ops, and `flow.executable_end` took a third of
+    GPT-2's `slow_memcpy` dispatches."""
+    parent = op.parent
+    while parent is not None:
+        if parent.name == "func.func":
+            return True
+        if parent.name == "flow.executable":
+            return False
+        parent = parent.parent
+    return False
 
 
 def _inside_executable(op: ir.Operation) -> bool:
