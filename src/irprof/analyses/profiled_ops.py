@@ -20,6 +20,7 @@ from irprof.mlir.keys import split_function_suffix
 from irprof.mlir.load import load_module
 from irprof.mlir.locations import render
 from irprof.mlir.op_index import derive_op_infos
+from irprof.mlir.op_kind import op_kind
 from irprof.mlir.profile_attrs import get_profile, get_summary
 from irprof.opprofile import ProfileData
 
@@ -222,7 +223,7 @@ def profiled_ops_of(module: ir.Module, *, path: str = "<module>") -> ProfiledMod
         records.append(
             ProfiledOp(
                 index=index,
-                op_name=info.op_name,
+                op_name=op_kind(op, info.op_name),
                 function=function,
                 runtime_name=runtime,
                 scope=name_scope(runtime),

@@ -67,8 +67,34 @@ def test_fused_kernels_reach_every_source_node(mlp_run: Path) -> None:
         assert sum(rows[name]["total_ns"] for name in members) == by_kernel[kernel], kernel
         for name in members:
             assert rows[name]["group_size"] == len(members)
-            assert rows[name]["share_basis"] == "bytes"
             assert set(rows[name]["fused_with"]) == members - {name}
+
+
+def _initializer_dims(model: onnx.ModelProto) -> dict[str, tuple[int, ...]]:
+    return {tensor.name: tuple(tensor.dims) for tensor in model.graph.initializer}
+
+
+def test_a_fused_matmul_and_bias_are_shared_by_operations(mlp_run: Path) -> None:
+    """ORT's Gemm of `fc1.matmul` + `fc1.bias_add`: the MatMul does 2K operations per output
+    element and the Add one, whatever the (symbolic) batch; by bytes they were half and half."""
+    model = onnx.load(str(mlp_run / "ir" / "model.onnx"))
+    matmul = next(node for node in model.graph.node if node.name == "fc1.matmul")
+    k = _initializer_dims(model)[matmul.input[1]][0]  # the weight is [K, N]
+    gemm = [e for e in kernel_events(mlp_run) if e["args"]["op_name"] == "Gemm"]
+    gemm_ns = sum(int(event["dur"]) * 1000 for event in gemm)
+    rows = entries(mlp_run)
+    assert rows["fc1.matmul"]["share_basis"] == rows["fc1.bias_add"]["share_basis"] == "flops"
+    expected = gemm_ns * 2 * k / (2 * k + 1)
+    assert abs(rows["fc1.matmul"]["total_ns"] - expected) <= len(gemm)  # ns rounded per event
+    assert rows["fc1.matmul"]["total_ns"] + rows["fc1.bias_add"]["total_ns"] == gemm_ns
+
+
+def test_elementwise_members_of_a_fusion_share_evenly(mlp_run: Path) -> None:
+    """The GELU's five elementwise nodes each do one operation per element of one tensor."""
+    rows = entries(mlp_run)
+    shares = [rows[name]["total_ns"] for name in MLP_FUSIONS["Gelu"]]
+    events = sum(1 for e in kernel_events(mlp_run) if e["args"]["op_name"] == "Gelu")
+    assert max(shares) - min(shares) <= events  # ns rounded per event
 
 
 def test_nodes_ort_kept_get_their_own_events(mlp_run: Path) -> None:

@@ -3,7 +3,8 @@
 
 An ORT node that fused or replaced source nodes (FusedConv, Gemm from MatMul+Add, Gelu,
 LayerNormalization, NCHWc layout chains) gives its time to all of them as one ledger group,
-split by the members' output bytes (`frameworks/onnx/graph.py` derives membership from def-use).
+split by the members' estimated operations (`frameworks/onnx/work.py`; output bytes when a size
+is unknown); `frameworks/onnx/graph.py` derives membership from def-use.
 See docs/onnx.md.
 """
 
@@ -29,22 +30,16 @@ from irprof.frameworks.onnx.graph import (
     source_node_map,
 )
 from irprof.frameworks.onnx.paths import GRAPHS_FILE, LEVEL, OPTIMIZED_MODEL
+from irprof.frameworks.onnx.work import node_work
 from irprof.mlir.locations import render
 from irprof.mlir.op_index import OpInfo, derive_op_infos
+from irprof.mlir.op_kind import operator_name
 from irprof.readers.onnxruntime import node_of_event
 from irprof.trace.model import EventKind, Trace
 
-RULES = {"default": "bytes", "bytes": "bytes", "even": "even"}
-OPERATOR = "torch.operator"
+RULES = {"default": "flops", "flops": "flops", "bytes": "bytes", "even": "even"}
 REMOVED_REASON = "removed by ONNX Runtime"
 INITIALIZER_REASON = "an initializer (weights or constants): data, no run-time work"
-
-
-def operator_name(op: ir.Operation) -> str:
-    """`onnx.Conv` for a `torch.operator "onnx.Conv"`, else ''."""
-    if op.name != OPERATOR or "name" not in op.attributes:
-        return ""
-    return str(ir.StringAttr(op.attributes["name"]).value)
 
 
 def node_positions(infos: Sequence[OpInfo], graphs: OnnxGraphs) -> dict[str, int]:
@@ -69,8 +64,10 @@ def _record_event(
     positions: Mapping[str, int],
     graphs: OnnxGraphs,
     rule: str,
+    works: Mapping[str, float | None],
 ) -> None:
-    """Give one ORT node event to the ops of the source nodes its ORT node computes."""
+    """Give one ORT node event to the ops of the source nodes its ORT node computes; `works`:
+    each source node's estimated operations (`frameworks/onnx/work.py`)."""
     event = trace.name_of(row)
     ts, dur = int(trace.ts_ns[row]), int(trace.dur_ns[row])
     node = node_of_event(event) or event
@@ -98,7 +95,11 @@ def _record_event(
         ledger.record(event, ts, dur, [positions[members[0]]], source=source)
         return
     nodes = source_node_map(graphs)
-    weights, basis = member_weights([nodes[name] for name in members])
+    work = [works.get(name) for name in members]
+    if rule == "flops" and all(w is not None for w in work) and sum(w or 0.0 for w in work) > 0:
+        weights, basis = [w or 0.0 for w in work], "flops"
+    else:  # a shape not static, or only data movement: by what each member writes
+        weights, basis = member_weights([nodes[name] for name in members])
     if rule == "even":
         weights, basis = [1.0] * len(members), "even"
     ledger.record(
@@ -157,7 +158,7 @@ def correlate_run(
     trace: Trace,
     graphs: OnnxGraphs,
     *,
-    rule: str = "bytes",
+    rule: str = "flops",
     steps: int = 0,
     source_trace: str = "",
 ) -> CorrelationResult:
@@ -165,11 +166,16 @@ def correlate_run(
     infos = derive_op_infos(module)
     positions = node_positions(infos, graphs)
     regions = runtime_regions(graphs)
+    nodes = source_node_map(graphs)
+    works = {
+        name: node_work(infos[p].op, nodes[name].op_type, nodes[name].output_bytes)
+        for name, p in positions.items()
+    }
     ledger = Ledger()
     rows = trace.rows_of_kind(EventKind.FRAMEWORK_OP).tolist()
     profiled_ns = int(sum(int(trace.dur_ns[row]) for row in rows))
     for row in rows:
-        _record_event(ledger, trace, row, regions, positions, graphs, rule)
+        _record_event(ledger, trace, row, regions, positions, graphs, rule, works)
     entries = ledger.entries(
         infos,
         profiled_ns,
