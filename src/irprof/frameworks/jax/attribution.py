@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from irprof.correlate.ledger import Ledger
+from irprof.correlate.payload import payload_owners
 from irprof.correlate.xla_thunks import ThunkEvent
 from irprof.correlate.xla_thunks import thunk_events as thunk_events  # moved; the JAX name
 from irprof.frameworks.jax.hlo import HloInstructionInfo, HloModuleInfo
@@ -99,6 +100,7 @@ def attribute_thunks(
     plans: dict[str, KernelPlan] = {}
     result = Attribution()
     orphans = OrphanResolver(program, index)
+    owners = payload_owners(index.infos)
     for event in events:
         plan = plans.get(event.hlo_op)
         if plan is None:
@@ -123,6 +125,12 @@ def attribute_thunks(
             enclosing = next((a for a in index.ancestors(position) if a in weights), None)
             if enclosing is not None:
                 weights[enclosing] += weights.pop(position)
+        # A combiner's op in a kernel of its own (XLA CPU splits a reduction into partial
+        # reduces named after the reducer's `add`) is still the reduce's work: the printed IR
+        # shows a reduce's body as `applies stablehlo.add`, with no room for its attributes.
+        for position in list(weights):
+            if position in owners:
+                weights[owners[position]] += weights.pop(position)
         positions = list(weights)
         result.ledger.record(
             event.name, event.ts_ns, event.dur_ns, positions,

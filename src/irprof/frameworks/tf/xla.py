@@ -25,6 +25,7 @@ from iree.compiler import ir
 
 from irprof.correlate.hlo import HloInstructionInfo, HloModuleInfo, decode_hlo_proto
 from irprof.correlate.ledger import Ledger
+from irprof.correlate.payload import payload_owners
 from irprof.correlate.step_check import CountedSpan, StepCheck, check_step_times, union_ns
 from irprof.correlate.xla_thunks import ThunkEvent, thunk_events
 from irprof.frameworks.tf.graph import TfOpIndex
@@ -32,6 +33,8 @@ from irprof.trace.model import EventKind, Trace
 
 XLA_LEVEL = "xla"  # StableHLO of a `jit_compile` function, TF node names as locations
 # Instructions that neither compute nor move data (a bitcast only relabels a buffer).
+# (ops, weights, share basis, why none): how one thunk's time is shared.
+_Plan = tuple[list[int], list[float], str, str]
 FREE_OPCODES = frozenset({"parameter", "constant", "bitcast", "tuple", "get-tuple-element"})
 COMPILED = "compiled into the XLA cluster {module}"
 NO_THUNK = COMPILED + " as {instructions}, which ran inside other thunks or was folded away"
@@ -206,7 +209,7 @@ def _plan(
     rule: str,
     users: dict[str, list[str]],
     seen: frozenset[str] = frozenset(),
-) -> tuple[list[int], list[float], str, str]:
+) -> _Plan:
     """(ops, weights, basis, reason) for one thunk's instruction. A kernel none of whose
     instructions names a TF node of this level (a layout copy XLA inserted, a copy of the
     cluster's arguments, a convolution XLA rewrote without metadata) serves the instruction
@@ -225,9 +228,7 @@ def _plan(
     return ops, weights, basis, reason
 
 
-def _own_plan(
-    program: HloModuleInfo, names: _Names, hlo_op: str, rule: str
-) -> tuple[list[int], list[float], str, str]:
+def _own_plan(program: HloModuleInfo, names: _Names, hlo_op: str, rule: str) -> _Plan:
     """(ops, weights, basis, reason) from the instructions the kernel itself runs."""
     members = program.kernel_members(hlo_op)
     if not members:
@@ -273,6 +274,7 @@ def join_xla(
     launchers = (
         np.union1d(op_rows, _function_call_rows(trace, in_steps, view)) if modules else op_rows
     )
+    owners = payload_owners(view.infos) if modules else {}
     for module in modules:
         found, _ = thunk_events(trace, module)
         events = _synchronous([e for e in found if in_steps[e.row]], trace)
@@ -287,7 +289,7 @@ def join_xla(
         function = _cluster_function(view, trace, sorted(launched), program)
         join.modules[module] = function or ""
         names = _Names(view, function)
-        plans: dict[str, tuple[list[int], list[float], str, str]] = {}
+        plans: dict[str, _Plan] = {}
         users = _users(program) if program is not None else {}
         for event in events:
             join.profiled_ns += event.dur_ns
@@ -303,7 +305,8 @@ def join_xla(
                 ledger.unattributed(event.name, event.dur_ns, why_not)
                 continue
             if event.hlo_op not in plans:
-                plans[event.hlo_op] = _plan(program, names, event.hlo_op, rule, users)
+                plan = _plan(program, names, event.hlo_op, rule, users)
+                plans[event.hlo_op] = _to_payload_owners(plan, owners)
             ops, weights, basis, reason = plans[event.hlo_op]
             if not ops:
                 ledger.unattributed(event.name, event.dur_ns, reason)
@@ -322,6 +325,19 @@ def join_xla(
             if function and callee == function:
                 join.compiled[position] = LAUNCH.format(module=module, function=function)
     return join
+
+
+def _to_payload_owners(plan: _Plan, owners: dict[int, int]) -> _Plan:
+    """The plan with a combiner's op (in a reduce's body) replaced by its reduce: XLA CPU runs
+    partial reductions as kernels named after the reducer's `add`, and the printed IR shows
+    the body as `applies stablehlo.add`, with no room for an attribute of its own."""
+    ops, weights, basis, reason = plan
+    if not any(op in owners for op in ops):
+        return plan
+    merged: dict[int, float] = defaultdict(float)
+    for op, weight in zip(ops, weights, strict=True):
+        merged[owners.get(op, op)] += weight
+    return list(merged), list(merged.values()), basis, reason
 
 
 def _compiled_reasons(
