@@ -32,6 +32,13 @@ OPCODE_ALIASES: dict[str, frozenset[str]] = {
 }
 
 
+# Instructions XLA's simplifier merges data movement into, keeping the moved value's metadata.
+FOLDING_COMPUTE = frozenset({"dot", "convolution"})
+# The data movement it folds into them (a transpose, a reshape of the result).
+FOLDED_MOVEMENT = frozenset({"transpose", "reshape", "broadcast_in_dim", "convert", "copy"})
+MAX_FOLDED_HOPS = 3
+
+
 def implements(opcode: str, ir_op_name: str) -> bool:
     """True when HLO `opcode` is the direct translation of the IR op (`stablehlo.add`: `add`)."""
     mnemonic = ir_op_name.partition(".")[2]
@@ -203,12 +210,52 @@ class JaxOpIndex(OpIndex):
         then, when several remain, those whose result has the instruction's `elements`: two ops
         one Python line made in a loop share name and source, not shapes."""
         direct = [t for t in targets if implements(opcode, self.infos[t.position].op_name)]
+        if not direct and opcode in FOLDING_COMPUTE:
+            direct = self._folded_into(opcode, targets)
         chosen = direct or targets
         if len(chosen) > 1 and elements is not None:
             sized = [t for t in chosen if self._result_elements(t.position) == elements]
             if sized:
                 return sized
         return chosen
+
+    def _folded_into(self, opcode: str, targets: list[IrTarget]) -> list[IrTarget]:
+        """The ops of kind `opcode` that data-movement `targets` read (through at most
+        `MAX_FOLDED_HOPS` data-movement ops): XLA's simplifier rewrites `transpose(dot(a, b))`
+        as one `dot` that keeps the transpose's metadata, so the weight gradient of every
+        matmul of a JAX training step was named after a `transpose`."""
+        found: list[IrTarget] = []
+        for target in targets:
+            pending, hops = [target.position], 0
+            while pending and hops <= MAX_FOLDED_HOPS:
+                hops += 1
+                nested: list[int] = []
+                for position in pending:
+                    info = self.infos[position]
+                    if info.op_name.partition(".")[2] not in FOLDED_MOVEMENT:
+                        continue
+                    for producer in self._producers(position):
+                        if implements(opcode, self.infos[producer].op_name):
+                            found.append(IrTarget(producer, target.via_calls))
+                        else:
+                            nested.append(producer)
+                pending = nested
+        return list(dict.fromkeys(found))
+
+    def _producers(self, position: int) -> list[int]:
+        """Positions of the ops defining the operands of the op at `position`."""
+        if self._position_of_op is None:
+            self._position_of_op = {hash(info.op.operation): p for p, info in enumerate(self.infos)}
+        found = []
+        for value in self.infos[position].op.operands:
+            try:
+                owner = ir.OpResult(value).owner
+            except ValueError:  # a block argument
+                continue
+            at = self._position_of_op.get(hash(owner))
+            if at is not None:
+                found.append(at)
+        return found
 
     def _result_elements(self, position: int) -> int | None:
         results = list(self.infos[position].op.results)
