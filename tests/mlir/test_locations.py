@@ -109,3 +109,39 @@ def test_model_round_trip_property(tree: Loc) -> None:
     assert from_ir(to_ir(rebuilt, context)) == rebuilt
     assert location_keys(rebuilt) == location_keys(read)
     render(read)  # never raises on any shape
+
+
+@pytest.mark.parametrize("fixture", REAL_IR)
+def test_the_shared_conversion_gives_the_same_model(fixture: str) -> None:
+    """GIVEN one memo for a whole module WHEN each op's location is converted THEN the model
+    equals the unshared conversion, and an equal sub-location is one object (converted once)."""
+    context = make_context()
+    module = load_module(FIXTURES / fixture, context)
+    memo: dict[ir.Attribute, Loc] = {}
+    for op in walk_ops(module):
+        shared = from_ir(op.location, memo)
+        assert shared == from_ir(op.location)
+        assert from_ir(op.location, memo) is shared
+    assert memo
+
+
+def test_a_common_caller_is_converted_once() -> None:
+    context = make_context()
+    caller = ir.Location.callsite(
+        ir.Location.file("outer.py", 1, 1, context=context),
+        [ir.Location.file("main.py", 9, 1, context=context)],
+        context=context,
+    )
+    a = ir.Location.callsite(
+        ir.Location.file("a.py", 2, 3, context=context), [caller], context=context
+    )
+    b = ir.Location.callsite(
+        ir.Location.file("b.py", 4, 5, context=context), [caller], context=context
+    )
+    memo: dict[ir.Attribute, Loc] = {}
+    first, second = from_ir(a, memo), from_ir(b, memo)
+    assert isinstance(first, CallSiteLoc) and isinstance(second, CallSiteLoc)
+    assert first.caller is second.caller
+    assert first.caller == CallSiteLoc(
+        FileLineColLoc("outer.py", 1, 1), FileLineColLoc("main.py", 9, 1)
+    )

@@ -78,12 +78,13 @@ class _ModelKeys:
 
     def __init__(self) -> None:
         self._memo: dict[ir.Attribute, LocationKeys] = {}
+        self._locs: dict[ir.Attribute, Loc] = {}  # shared sub-locations, converted once
 
     def __call__(self, location: ir.Location) -> LocationKeys:
         attr = location.attr
         keys = self._memo.get(attr)
         if keys is None:
-            keys = location_keys(from_ir(location))
+            keys = location_keys(from_ir(location, self._locs))
             self._memo[attr] = keys
         return keys
 
