@@ -13,7 +13,7 @@ from iree.compiler import ir
 from irprof.bundle import RunBundle
 from irprof.correlate.base import CorrelationOptions
 from irprof.errors import BundleError
-from irprof.frameworks.tf.correlate import CORRELATOR
+from irprof.frameworks.tf.correlate import CORRELATOR, EAGER_OUTSIDE, _resolve_event
 from irprof.frameworks.tf.fusion import (
     ExecutedGraph,
     ExecutedNode,
@@ -240,3 +240,18 @@ def test_data_input(text: str, parsed: tuple[str, int]) -> None:
 )
 def test_name_scope(node: str, scope: str) -> None:
     assert name_scope(node) == scope
+
+
+def test_an_eager_op_outside_the_function_says_so() -> None:
+    """TF names an op run eagerly after its type (Keras' input pipeline for NumPy arrays:
+    `TensorSliceDataset:TensorSliceDataset`); a scoped node absent from the IR keeps the
+    general reason."""
+    context = ir.Context()
+    context.allow_unregistered_dialects = True
+    view = TfOpIndex.of(ir.Module.parse(SYNTHETIC, context))
+    eager = _resolve_event(view, lambda: None, None, "TensorSliceDataset", "TensorSliceDataset")
+    assert eager == ([], EAGER_OUTSIDE)
+    scoped = _resolve_event(view, lambda: None, None, "model/GatherV2", "GatherV2")
+    assert scoped[0] == [] and scoped[1] != EAGER_OUTSIDE and "not in the IR" in scoped[1]
+    named = _resolve_event(view, lambda: None, None, "s/relu", "Relu")
+    assert names(view, named[0]) == ["s/relu"]

@@ -46,6 +46,12 @@ PLUMBING_KERNELS = {
     "_Retval": "function result copy-out (the IR return op has no named location)",
 }
 MAX_LOCATION_CHARS = 240
+# TF names an op run eagerly after its type (`TensorSliceDataset:TensorSliceDataset`): no graph
+# node, so no op of the IR, is it.
+EAGER_OUTSIDE = (
+    "an eager op (TF names it after its type) run outside the IR's function, e.g. the input "
+    "pipeline Keras builds from NumPy arrays at every call (give it a tf.data dataset)"
+)
 DEAD_AT_LEVEL = (
     "ran (a stateful read the runtime keeps), but every op reading its value was pruned by "
     "grappler, and this level's pipeline removed it as dead code: no op here does its work"
@@ -182,6 +188,8 @@ def _resolve_event(
             "no op with this node name at this level, and the executed graph does not show "
             "which op it replaced (no unique absent op computes its value from the same inputs)"
         )
+    if node == kernel_type:
+        return [], EAGER_OUTSIDE
     return [], "no op with this node name at this level (renamed, merged or not in the IR)"
 
 
