@@ -49,8 +49,9 @@ MAX_LOCATION_CHARS = 240
 # TF names an op run eagerly after its type (`TensorSliceDataset:TensorSliceDataset`): no graph
 # node, so no op of the IR, is it.
 EAGER_OUTSIDE = (
-    "an eager op (TF names it after its type) run outside the IR's function, e.g. the input "
-    "pipeline Keras builds from NumPy arrays at every call (give it a tf.data dataset)"
+    "no op with this node name at this level; named after its type, as TF names an op it runs "
+    "eagerly: likely run outside the IR's function, e.g. the input pipeline Keras builds from "
+    "NumPy arrays at every call (give it a tf.data dataset)"
 )
 DEAD_AT_LEVEL = (
     "ran (a stateful read the runtime keeps), but every op reading its value was pruned by "
