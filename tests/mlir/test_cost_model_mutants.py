@@ -8,36 +8,25 @@ fill (`Ones`, `ZerosLike`, `Fill`) or a scatter (`TensorScatterUpdate`, `TensorS
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
-from iree.compiler import ir
 
 from irprof.mlir.cost_model import OpCost, dominant_category, op_cost, share_weights
-from irprof.mlir.op_index import walk_ops
+from tests.mlir.test_cost_model import (  # noqa: F401  (the fixture is found by its name)
+    F32,
+    context,
+    first,
+    ops_of,
+)
 
-F32 = 4
 I32 = 4
 I64 = 8
 
-
-@pytest.fixture(scope="module", autouse=True)
-def context() -> Iterator[ir.Context]:
-    ctx = ir.Context()
-    ctx.allow_unregistered_dialects = True
-    with ctx, ir.Location.unknown():
-        yield ctx
-
-
-# Parsed modules stay alive for the session: an op outliving its module is a dangling pointer.
-PARSED: list[ir.Module] = []
+pytestmark = pytest.mark.usefixtures("context")
 
 
 def cost(args: str, body: str, name: str) -> OpCost:
     """The cost of the op `name` in `func.func @f(args) { body; return }`."""
-    module = ir.Module.parse(f"func.func @f({args}) {{\n{body}\n  return\n}}")
-    PARSED.append(module)
-    return op_cost(next(op for op in walk_ops(module) if op.name == name))
+    return op_cost(first(body, args, name))
 
 
 def test_a_fill_writes_its_result_and_computes_nothing() -> None:
@@ -131,13 +120,10 @@ def test_a_scalar_result_is_one_element() -> None:
 
 
 def test_one_flop_is_enough_to_share_by_flops() -> None:
-    module = ir.Module.parse(
-        "func.func @f(%a: tensor<1xf32>, %b: tensor<1xf32>) {\n"
-        '  %0 = "tf.AddV2"(%a, %b) : (tensor<1xf32>, tensor<1xf32>) -> tensor<1xf32>\n'
-        "  return\n}"
+    ops = ops_of(
+        '%0 = "tf.AddV2"(%a, %b) : (tensor<1xf32>, tensor<1xf32>) -> tensor<1xf32>',
+        "%a: tensor<1xf32>, %b: tensor<1xf32>",
     )
-    PARSED.append(module)
-    ops = [op for op in walk_ops(module) if op.name == "tf.AddV2"]
     assert share_weights(ops) == ([1.0], "flops")  # one FLOP, 12 bytes: FLOPs decide
 
 
@@ -210,9 +196,7 @@ LINALG_BODY = """
 
 
 def test_linalg_categories() -> None:
-    module = ir.Module.parse(f"func.func @f({LINALG_ARGS}) {{\n{LINALG_BODY}\n  return\n}}")
-    PARSED.append(module)
-    ops = [op for op in walk_ops(module) if op.name.startswith("linalg.")]
+    ops = [op for op in ops_of(LINALG_BODY, LINALG_ARGS) if op.name.startswith("linalg.")]
     ops = [op for op in ops if op.name != "linalg.yield"]
     categories = [(op.name, op_cost(op).category) for op in ops]
     assert categories == [

@@ -10,14 +10,10 @@ characters, plus one), not taken from the code under test.
 
 from __future__ import annotations
 
-import io
-
-from rich.console import Console
 from rich.table import Table
 
-from irprof.analyses.device_waits import StreamWaits
 from irprof.analyses.ranks import RankTable, RankTime
-from irprof.analyses.trace_summary import DeviceTime, NameTotals, StepDeviceTime, TraceSummary
+from irprof.analyses.trace_summary import NameTotals, StepDeviceTime, TraceSummary
 from irprof.renderers.trace_summary_tables import (
     NAME_HEAD,
     NAME_TAIL,
@@ -30,19 +26,14 @@ from irprof.renderers.trace_summary_tables import (
     summary_tables,
     waits_table,
 )
-
-
-def text_of(table: Table, width: int = 400) -> str:
-    console = Console(file=io.StringIO(), width=width, color_system=None, highlight=False)
-    console.print(table)
-    output = console.file
-    assert isinstance(output, io.StringIO)
-    return output.getvalue()
-
-
-def raw_cells(line: str) -> list[str]:
-    """A table line's cells with their padding (one space each side, then the alignment's)."""
-    return line.strip().strip("│┃").replace("┃", "│").split("│")
+from tests.renderers.test_trace_summary_tables_mutants import (
+    NAMES,
+    device,
+    raw_cells,
+    summary,
+    text_of,
+    waits,
+)
 
 
 def rows_of(text: str) -> list[list[str]]:
@@ -82,27 +73,6 @@ def table_width(widths: list[int]) -> int:
 def middle_cut(text: str, width: int) -> str:
     head = width // 2
     return text[:head] + "…" + text[len(text) - (width - 1 - head) :]
-
-
-def device(name: str, stream: str = "", **fields: int) -> DeviceTime:
-    base = {"events": 12_345, "window_ns": 10_000, "compute_ns": 5_000,
-            "communication_ns": 2_000, "memory_ns": 1_000, "busy_ns": 7_000,
-            "compute_or_comm_ns": 6_000}  # fmt: skip
-    return DeviceTime(name, stream, **{**base, **fields})
-
-
-def waits(**fields: object) -> StreamWaits:
-    base = StreamWaits(
-        "GPU 0", "stream 7", 40, 9_000, 4_000, 3_000, 2_000, 30, 1_500, 6_000, 25,
-        queue_max=4, queue_mean=2.25,
-    )  # fmt: skip
-    return StreamWaits(**{**base.__dict__, **fields})
-
-
-NAMES = (
-    NameTotals("matmul_kernel", "kernel", 1_234, 5_000_000, 4_000_000),
-    NameTotals("copy", "memcpy", 3, 3_000, 3_000),
-)
 
 
 def test_name_table_figures_right_and_names_left() -> None:
@@ -216,16 +186,6 @@ def test_the_overview_cuts_its_kinds_at_the_tail() -> None:
 def test_long_names_from_one_character_past_head_and_tail() -> None:
     name = "h" * NAME_HEAD + "mm" + "t" * NAME_TAIL  # head + tail + 2: cut
     assert cell_name(name).plain == "h" * NAME_HEAD + "…" + "t" * NAME_TAIL
-
-
-def summary(**fields: object) -> TraceSummary:
-    base = TraceSummary(
-        source="/runs/some/long/folder/trace.json", format="chrome", events=12_345, tracks=7,
-        flows=1_001, span_start_ns=1_000, span_end_ns=9_001_000,
-        events_by_kind={"slice": 12_000, "instant": 345}, top_by_total=NAMES,
-        top_by_self=NAMES[::-1], warnings=(),
-    )  # fmt: skip
-    return TraceSummary(**{**base.__dict__, **fields})
 
 
 def test_every_table_of_a_summary_fits_the_width_and_shares_are_of_the_span() -> None:

@@ -3,7 +3,8 @@ given here, the order in which a narrowing terminal drops columns (the highest p
 the later column first among equals, as `renderers/fit.py` documents) against the priorities
 written out below, long names elided in the middle, the captions and the rank table.
 
-Written for `renderers/trace_summary_tables.py`, reached before only through the CLI.
+Written for `renderers/trace_summary_tables.py`, reached before only through the CLI. The rows
+and the text helpers here serve `test_trace_summary_tables_layout_mutants.py` too.
 """
 
 from __future__ import annotations
@@ -39,8 +40,13 @@ def text_of(table: Table, width: int = 400) -> str:
     return output.getvalue()
 
 
+def raw_cells(line: str) -> list[str]:
+    """A table line's cells with their padding (one space each side, then the alignment's)."""
+    return line.strip().strip("│┃").replace("┃", "│").split("│")
+
+
 def cells(line: str) -> list[str]:
-    return [cell.strip() for cell in line.strip().strip("│┃").replace("┃", "│").split("│")]
+    return [cell.strip() for cell in raw_cells(line)]
 
 
 def header(text: str) -> list[str]:

@@ -188,7 +188,10 @@ def _window(op: ir.Operation) -> tuple[int, ...] | None:
         if window:
             return window
     operands = list(op.operands)
-    if op.name.startswith("torch.") and len(operands) > 1:
+    # torch's pools take their kernel size second; an adaptive pool takes its output size there
+    # (its windows then cover the input about once: counted on the input, below).
+    adaptive = "adaptive" in op_kind(op.name)
+    if op.name.startswith("torch.") and len(operands) > 1 and not adaptive:
         return torch_int_list(operands[1])
     return None
 
