@@ -134,8 +134,27 @@ def test_unmatched_events_and_ops_ten_of_each() -> None:
         [f"tf.Op{i}", f"m.py:{i}:1", "no event"] for i in range(10)
     ]
     assert "tf.Op10" not in text
-    assert "largest unmatched events" in text and "unmatched non-trivial ops" in text
+    assert "largest unmatched events" in text
+    assert "non-trivial ops without a profile (10)" in " ".join(text.split())
     assert text.splitlines()[-2:] == ["warning: w1", "warning: w2"]
+
+
+def test_the_ops_title_counts_every_op_without_a_profile() -> None:
+    # 30 non-trivial ops ran, 12 annotated: 18 without a profile, and 5 the compiler removed
+    ops = tuple(UnmatchedOp(f"tf.Op{i}", "loc", "removed") for i in range(25))
+    text = text_of(
+        record(ops_nontrivial=30, ops_nontrivial_annotated=12, ops_not_executed=5,
+               unmatched_ops=ops)
+    )  # fmt: skip
+    assert "non-trivial ops without a profile (10 of 23)" in " ".join(text.split())
+    # exactly as many as shown: no "of"
+    few = tuple(UnmatchedOp(f"tf.Op{i}", "loc", "r") for i in range(3))
+    text = text_of(record(ops_nontrivial=5, ops_nontrivial_annotated=3, ops_not_executed=1,
+                          unmatched_ops=few))  # fmt: skip
+    assert "non-trivial ops without a profile (3)" in " ".join(text.split())
+    text = text_of(record(ops_nontrivial=5, ops_nontrivial_annotated=3, ops_not_executed=2,
+                          unmatched_ops=few))  # fmt: skip
+    assert "non-trivial ops without a profile (3 of 4)" in " ".join(text.split())
 
 
 OVERHEAD = {"no_profiler_ns": 100, "profiler_ns": 200, "irprof_ns": 230}
@@ -182,8 +201,10 @@ def test_titles_alignment_and_one_nanosecond() -> None:
     )  # fmt: skip
     lines = [line.strip() for line in text.splitlines()]
     for title in ("coverage of level 'tf'", "training step by phase",
-                  "largest unmatched events", "unmatched non-trivial ops"):  # fmt: skip
+                  "largest unmatched events"):  # fmt: skip
         assert title in lines
+    # 8 non-trivial ops, 6 annotated: 2 without a profile, one listed
+    assert "non-trivial ops without a profile (1 of 2)" in " ".join(text.split())
     # a phase of 1 ns and 1 ns in the untimed steps are times, shown
     assert ["forward", "1 ns", "1 ns"] in rows_of(text)
     assert ["their time in the untimed steps", "1 ns (not counted)"] in rows_of(text)

@@ -122,7 +122,13 @@ def coverage_report(coverage: Coverage) -> Group:
             events.add_row(event.name, format_ns(event.total_ns), str(event.count), event.reason)
         parts.append(events)
     if coverage.unmatched_ops:
-        ops = Table(title="unmatched non-trivial ops")
+        # Every non-trivial op without a profile is counted: those that ran untimed and those
+        # the compiler removed, not only those no event reached.
+        without = coverage.ops_nontrivial - coverage.ops_nontrivial_annotated
+        without += coverage.ops_not_executed
+        shown = min(len(coverage.unmatched_ops), 10)
+        count = f"{shown} of {without}" if without > shown else f"{shown}"
+        ops = Table(title=f"non-trivial ops without a profile ({count})")
         for column in ("op", "location", "reason"):
             ops.add_column(column)
         for op in coverage.unmatched_ops[:10]:
