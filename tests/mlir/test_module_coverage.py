@@ -115,8 +115,9 @@ def test_counts_split_trivial_annotated_removed_and_unmatched_ops() -> None:
         UnmatchedOp("x.named", "'dense/MatMul'", f"{by_name} 'dense/MatMul'"),
         UnmatchedOp("x.placed", "model.py:7:3", f"{by_source} model.py:7:3"),
         UnmatchedOp("x.unknown", "?", UNKNOWN_REASON),
-        UnmatchedOp("x.gone", "'dense/Add'", f"{by_name} 'dense/Add'"),
         UnmatchedOp("x.both", "'dense/Mul'(lib.py:2:1)", f"{by_name} 'dense/Mul'"),
+        # removed ops after the ones that lower the coverage
+        UnmatchedOp("x.gone", "'dense/Add'", f"{by_name} 'dense/Add'"),
     )  # fmt: skip
     assert coverage.unmatched_events == ()
     assert coverage.warnings == ()
@@ -135,8 +136,8 @@ def test_given_reasons_replace_the_default_unless_empty() -> None:
         ("x.placed", "no profiled event attributed to source model.py:7:3"),
         ("x.unknown", UNKNOWN_REASON),
         ("x.done", "no profiled event named after 'dense/Relu'"),
-        ("x.gone", "pruned by grappler"),
         ("x.both", "no profiled event named after 'dense/Mul'"),
+        ("x.gone", "pruned by grappler"),
     ]
     assert coverage.ops_nontrivial == 5 and coverage.ops_not_executed == 1
     assert coverage.ops_annotated == 0 and coverage.ops_nontrivial_annotated == 0
@@ -161,9 +162,40 @@ def test_at_most_max_listed_ops_are_listed_but_all_are_counted() -> None:
         keyed, [1], level="l", profiled_ns=0, attributed_ns=0, not_executed=[2, 3, 4],
         max_listed=2,
     )  # fmt: skip
-    # Position 0 is func.func; x.op0 is annotated, removed ops take listing slots too.
-    assert [op.op_name for op in limited.unmatched_ops] == ["x.op1", "x.op2"]
+    # Position 0 is func.func; x.op0 is annotated; the missed ops come before removed ones.
+    assert [op.op_name for op in limited.unmatched_ops] == ["x.op4", "x.op5"]
     assert limited.ops_nontrivial == 24 and limited.ops_not_executed == 3
+
+
+def test_missed_ops_are_listed_before_untimed_and_removed_ones() -> None:
+    """Walk order within each group: missed (they lower the coverage), seen only untimed, removed;
+    each group is cut at `max_listed` and so is the whole list."""
+    keyed = _keyed(_ops_module([f'"n{k}"' for k in range(10)]))
+    # positions 1..10 are x.op0..x.op9; removed: op0, op5; untimed: op1, op6; annotated: op2
+    removed, untimed = [1, 6], [2, 7]
+    coverage = coverage_for(
+        keyed, [3], level="l", profiled_ns=0, attributed_ns=0, not_executed=removed,
+        untimed=untimed,
+    )  # fmt: skip
+    assert [op.op_name for op in coverage.unmatched_ops] == [
+        "x.op3", "x.op4", "x.op7", "x.op8", "x.op9",  # missed
+        "x.op1", "x.op6",  # seen only untimed
+        "x.op0", "x.op5",  # removed
+    ]  # fmt: skip
+    assert coverage.ops_nontrivial == 8 and coverage.ops_untimed == 2
+    assert coverage.ops_not_executed == 2 and coverage.ops_nontrivial_annotated == 1
+    limited = coverage_for(
+        keyed, [3], level="l", profiled_ns=0, attributed_ns=0, not_executed=removed,
+        untimed=untimed, max_listed=6,
+    )  # fmt: skip
+    assert [op.op_name for op in limited.unmatched_ops] == [
+        "x.op3", "x.op4", "x.op7", "x.op8", "x.op9", "x.op1",
+    ]  # fmt: skip
+    only_removed = coverage_for(
+        keyed, list(range(2, 11)), level="l", profiled_ns=0, attributed_ns=0,
+        not_executed=[1, 2], max_listed=1,
+    )  # fmt: skip
+    assert [op.op_name for op in only_removed.unmatched_ops] == ["x.op0"]
 
 
 def test_long_locations_are_cut_to_max_location_chars() -> None:

@@ -59,8 +59,10 @@ def coverage_for(
     nontrivial_annotated = 0
     removed = 0
     untimed_count = 0
-    unmatched_ops: list[UnmatchedOp] = []
-    for position, (op, key) in enumerate(keyed_ops):
+    # Listed in walk order within three groups, the ones that lower the coverage first: missed
+    # (ran, or may have, with no time found), then seen only untimed, then removed.
+    listed: tuple[list[int], list[int], list[int]] = ([], [], [])
+    for position, (op, _key) in enumerate(keyed_ops):
         if is_trivial_op(op.name):
             continue
         if position in annotated_set:
@@ -69,15 +71,22 @@ def coverage_for(
             continue
         if position in not_executed:
             removed += 1
+            group = listed[2]
         else:
             nontrivial += 1
-            untimed_count += position in untimed
-        if len(unmatched_ops) < max_listed:
-            location = render(from_ir(op.location))
-            if len(location) > MAX_LOCATION_CHARS:
-                location = location[: MAX_LOCATION_CHARS - 3] + "..."
-            reason = reasons.get(position) or default_unmatched_reason(key)
-            unmatched_ops.append(UnmatchedOp(op.name, location, reason))
+            is_untimed = position in untimed
+            untimed_count += is_untimed
+            group = listed[1] if is_untimed else listed[0]
+        if len(group) < max_listed:
+            group.append(position)
+    unmatched_ops: list[UnmatchedOp] = []
+    for position in [*listed[0], *listed[1], *listed[2]][:max_listed]:
+        op, key = keyed_ops[position]
+        location = render(from_ir(op.location))
+        if len(location) > MAX_LOCATION_CHARS:
+            location = location[: MAX_LOCATION_CHARS - 3] + "..."
+        reason = reasons.get(position) or default_unmatched_reason(key)
+        unmatched_ops.append(UnmatchedOp(op.name, location, reason))
     ranked = sorted(unmatched_events, key=lambda e: e.total_ns, reverse=True)
     events = ranked[:max_listed]
     rest = ranked[max_listed:]
