@@ -134,9 +134,13 @@ class JaxOpIndex(OpIndex):
                         # function): the callee's ops carry their full path already.
                         found.append(_Identity(name, own_chain, (call,)))
                     for outer in outers:
+                        # A call named "" (JAX's call of `threefry2x32` inside `jit(_uniform)`)
+                        # adds no scope: HLO names its callee's ops `jit(_uniform)/while`.
                         found.append(
                             _Identity(
-                                f"{outer.name}/{name}",
+                                f"{outer.name}/{name}"
+                                if name and outer.name
+                                else outer.name or name,
                                 own_chain + outer.chain,
                                 (call, *outer.via_calls),
                             )
