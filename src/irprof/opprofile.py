@@ -29,7 +29,8 @@ class OpKey:
     name:    the op's runtime name from its location (TF node name, JAX op_name path, FX node)
     source:  innermost source position `file:line:col`
     origin:  stable origin id stamped by `irprof-stamp-origin` (`<level>#<index>`)
-    ordinal: index among the module's ops with the same (name, source), in walk order
+    ordinal: index among the module's ops with the same (name, source), in walk order; a key
+             with an ordinal names that pair exactly (an unset name or source: the op has none)
     """
 
     name: str | None = None

@@ -90,12 +90,18 @@ def test_key_columns_equal_the_location_model(fixture: str) -> None:
     assert len(index) == len(reference)
     assert [index.key_at(p) for p in range(len(index))] == reference
     fields = ("name", "source", "origin", "ordinal")
-    for key in reference[:50]:  # each key the module has: every non-None field must equal
+    for key in reference[:50]:  # each key the module has: every non-None field must equal,
+        # and, with an ordinal, the (name, source) pair it counts in exactly: each key one op
+        exact = ("name", "source") if key.ordinal is not None else ()
         expected = [
             p
             for p, other in enumerate(reference)
-            if all(getattr(key, f) is None or getattr(key, f) == getattr(other, f) for f in fields)
+            if all(
+                getattr(key, f) == getattr(other, f) or (getattr(key, f) is None and f not in exact)
+                for f in fields
+            )
         ]
+        assert expected == [reference.index(key)]
         assert index.match_positions(key) == expected
         by_name = [p for p, other in enumerate(reference) if other.name == key.name]
         every = list(range(len(reference)))  # a key without any field matches every op
@@ -118,11 +124,15 @@ def test_match_many_is_the_definition(ops: list[OpKey], queries: list[OpKey]) ->
     index = OpIndex(keyed)
     found = index.match_many(queries)
     fields = ("name", "source", "origin", "ordinal")
+    exact = {q: ("name", "source") if q.ordinal is not None else () for q in queries}
     assert found == [
         [
             p
             for p, key in enumerate(ops)
-            if all(getattr(q, f) is None or getattr(q, f) == getattr(key, f) for f in fields)
+            if all(
+                getattr(q, f) == getattr(key, f) or (getattr(q, f) is None and f not in exact[q])
+                for f in fields
+            )
         ]
         for q in queries
     ]
@@ -274,7 +284,7 @@ def test_the_summary_from_the_applied_index_equals_one_derived_again(layout: str
         level="t", framework="t",
         entries=(
             OpProfileEntry(OpKey(name="layer_1/add"), _data(1)),
-            OpProfileEntry(OpKey(name="layer_3/add", ordinal=0), _data(3)),
+            OpProfileEntry(OpKey(name="layer_3/add", source="model.py:4:5", ordinal=0), _data(3)),
             OpProfileEntry(OpKey(name="nowhere"), _data(9)),
         ),
     )  # fmt: skip
@@ -290,3 +300,34 @@ def test_write_table_refuses_data_and_positions_of_different_lengths() -> None:
     with pytest.raises(ValueError, match="2 rows of data for 1 rows of positions"):
         write_table(module.operation, [_data(1), _data(2)], _adds(module), [[0]])
     assert TABLE_ATTR not in module.operation.attributes  # nothing written
+
+
+SAME_NAME = """
+func.func @main() {
+  "x.sourced"() : () -> () loc("while"("flax/attention.py":633:22))
+  "x.bare"() : () -> () loc("while")
+  "x.bare"() : () -> () loc("while")
+  return
+}
+"""
+
+
+@pytest.mark.parametrize("layout", ["irprof", "compact"])
+def test_a_key_with_an_ordinal_designates_one_op_of_its_exact_pair(layout: str) -> None:
+    """GIVEN ops named `while`, one with a source and two without (JAX's `threefry2x32` and its
+    copies, found on a Flax block trained with dropout) and an entry for each derived key
+    THEN each op receives its own entry: `(while, no source)#0` is not also `(while, src)#0`,
+    which had received both entries, its own lost and the other's counted twice."""
+    module = load_module(SAME_NAME, make_context())
+    keys = [OpKey("while", "flax/attention.py:633:22", None, 0), OpKey("while", None, None, 0),
+            OpKey("while", None, None, 1)]  # fmt: skip
+    profile = OpProfile(
+        level="t", framework="t",
+        entries=tuple(OpProfileEntry(key, _data(10**k)) for k, key in enumerate(keys, 1)),
+    )  # fmt: skip
+    annotate_module(module, profile, layout=layout)  # type: ignore[arg-type]
+    ops = [op for op in walk_ops(module) if op.name.startswith("x.")]
+    totals = [get_profile(op).total_ns for op in ops]  # type: ignore[union-attr]
+    assert totals == [10, 100, 1000]
+    summary = get_summary(module)
+    assert summary is not None and summary["ops_annotated"] == 3

@@ -89,7 +89,13 @@ def test_fast_keys_equal_model_keys_property(trees: list[Loc]) -> None:
 
 
 def _matches(wanted: OpKey, key: OpKey) -> bool:
-    return all(w is None or w == k for w, k in zip(astuple(wanted), astuple(key), strict=True))
+    """Every set field equal; with an ordinal, name and source equal even when unset (the
+    ordinal counts within one exact (name, source) pair)."""
+    exact = (True, True, False, False) if wanted.ordinal is not None else (False,) * 4
+    return all(
+        w == k or (w is None and not must)
+        for w, k, must in zip(astuple(wanted), astuple(key), exact, strict=True)
+    )
 
 
 def _assert_index_equals_brute_force(keyed: list[tuple[ir.Operation, OpKey]]) -> None:

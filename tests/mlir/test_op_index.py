@@ -2,7 +2,8 @@
 
 The index picks the smallest per-field table and only filters that; a wrong table, a dropped
 field or an ordinal ignored would select other ops than the definition: every non-None field of
-the query equals the op's.
+the query equals the op's, and with an ordinal the (name, source) pair it counts in is exact
+(an unset name or source then means the op has none).
 """
 
 from __future__ import annotations
@@ -27,11 +28,14 @@ keys = st.builds(
 
 def _by_hand(ops: list[OpKey], wanted: OpKey) -> list[int]:
     fields = ("name", "source", "origin", "ordinal")
+    # with an ordinal, name and source must equal even when unset: it counts in that exact pair
+    exact = ("name", "source") if wanted.ordinal is not None else ()
     return [
         position
         for position, key in enumerate(ops)
         if all(
-            getattr(wanted, field) is None or getattr(wanted, field) == getattr(key, field)
+            getattr(wanted, field) == getattr(key, field)
+            or (getattr(wanted, field) is None and field not in exact)
             for field in fields
         )
     ]

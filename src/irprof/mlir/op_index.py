@@ -300,14 +300,17 @@ class OpIndex:
             candidates = range(len(self))
         elif fields_set == 1 and wanted.ordinal is None:
             return list(candidates)  # the table already holds exactly the ops with that value
+        counted = wanted.ordinal is not None
         checks: list[tuple[Sequence[object], object]] = [
             (self._column(key_field), value)
             for key_field, value in zip(
                 _KEY_FIELDS, (wanted.name, wanted.source, wanted.origin), strict=True
             )
-            if value is not None
+            # An ordinal counts ops of one exact (name, source) pair: with it, an unset name or
+            # source means the op has none (else `(while, None)#0` also picks `(while, f.py:1)#0`).
+            if value is not None or (counted and key_field != "origin")
         ]
-        if wanted.ordinal is not None:
+        if counted:
             checks.append((self._ordinals(), wanted.ordinal))
         return [p for p in candidates if all(column[p] == value for column, value in checks)]
 
