@@ -163,6 +163,33 @@ def test_nested_private_functions_chain_up_to_the_outermost_named_call() -> None
     assert named.site_chain == named.chain
 
 
+UNNAMED_CALL = """
+module {
+  func.func @main(%x: f32) -> f32 {
+    %0 = func.call @uniform(%x) : (f32) -> f32 loc(#uniform_call)
+    return %0 : f32
+  }
+  func.func private @uniform(%x: f32) -> f32 {
+    %0 = func.call @threefry(%x) : (f32) -> f32 loc("")
+    return %0 : f32
+  }
+  func.func private @threefry(%x: f32) -> f32 {
+    %0 = arith.negf %x : f32 loc("while")
+    return %0 : f32
+  }
+}
+#uniform_call = loc("jit(f)/Dropout_0/jit(_uniform)"("model.py":9:4))
+"""
+
+
+def test_a_call_at_an_empty_location_adds_no_scope() -> None:
+    """GIVEN `jax.random`'s shape, `@_uniform` calling `@threefry2x32` at `loc("")` THEN the loop
+    is named as XLA names it, through the named call only, and placed at that call's line."""
+    (loop,) = [op for op in _module(UNNAMED_CALL).ops if op.op_name == "arith.negf"]
+    assert loop.qualified_name == "jit(f)/Dropout_0/jit(_uniform)/while"
+    assert loop.site_source == "model.py:9:4"
+
+
 RECURSIVE = """
 module {
   func.func @main(%x: f32) -> f32 {

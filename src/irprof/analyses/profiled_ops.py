@@ -351,10 +351,12 @@ class _CallResolver:
         return context
 
     def _qualified(self, call: ProfiledOp, active: frozenset[str]) -> tuple[str, tuple[str, ...]]:
-        own = call.runtime_name or f"@{call.callee}"
-        outer = self.context(call.function, active) if _is_bare(own) else None
+        own = call.runtime_name
+        outer = self.context(call.function, active) if not own or _is_bare(own) else None
         if outer is None:
-            return own, call.chain
+            return own or f"@{call.callee}", call.chain
+        if not own:  # a call at loc("") adds no scope (jax.random's call of threefry2x32)
+            return outer.name, outer.chain or call.chain
         return f"{outer.name}/{own}", outer.chain or call.chain
 
 
