@@ -5,10 +5,12 @@ Output bytes alone split ORT's `MatMul + Add` kernel (a `FusedMatMul`, or a `Gem
 bias) in half, since both members write the same tensor: on a DistilBERT the Adds then held 30%
 of the run. By FLOPs the `MatMul` has `2K` operations per output element and the `Add` one.
 
-- MatMul, Gemm: `2 * out * K` (K the contracted dim of the first input, `transA` read).
+- MatMul, Gemm: `2 * out * K` (K the contracted dim of the first input, `transA` read; of the
+  second when the first's is dynamic, `transB` read).
 - Conv: `2 * out * Cin/group * prod(kernel)` (the weight's dims after the first);
   ConvTranspose: `2 * input * Cout/group * prod(kernel)`.
-- Reductions, normalisations, softmax, pooling: the first input's elements (one pass over it).
+- Reductions, normalisations, softmax, pooling: the first input's elements (one pass over it;
+  the output's for a shape-preserving one whose input has a dynamic dim).
 - Data movement and shape ops (Reshape, Transpose, Gather, Concat, Slice, ...): 0.
 - Anything else (elementwise arithmetic, activations, casts): the output's elements.
 
@@ -40,6 +42,13 @@ ONE_PASS = frozenset(
         "CumSum",
     }
 )  # fmt: skip
+# One-pass ops whose output has their input's shape: the output's size stands in for the input's.
+SHAPE_PRESERVING = frozenset(
+    {
+        "Softmax", "LogSoftmax", "LayerNormalization", "BatchNormalization",
+        "InstanceNormalization", "GroupNormalization", "LpNormalization", "CumSum",
+    }
+)  # fmt: skip
 MOVEMENT = frozenset(
     {
         "Reshape", "Transpose", "Gather", "GatherElements", "GatherND", "Concat", "Slice",
@@ -60,11 +69,8 @@ def node_work(op: ir.Operation, op_type: str, output_bytes: int | None = None) -
     results = list(op.results)
     out = _elements_written(results[0].type, output_bytes) if results else None
     if op_type in CONTRACTIONS or op_type == "Gemm":
-        first = inputs[0] if inputs else None
-        if out is None or not first:
-            return None
-        k = first[0] if op_type == "Gemm" and _int_attribute(op, "transA") else first[-1]
-        return 2.0 * out * k if k is not None else None
+        k = _contracted(op, op_type, inputs)
+        return 2.0 * out * k if out is not None and k is not None else None
     if op_type in ("Conv", "ConvInteger", "QLinearConv", "ConvTranspose"):
         index = 3 if op_type == "QLinearConv" else 1
         weight = inputs[index] if len(inputs) > index else None
@@ -78,8 +84,29 @@ def node_work(op: ir.Operation, op_type: str, output_bytes: int | None = None) -
     if op_type in ONE_PASS:
         first = inputs[0] if inputs else None
         read = _known_product(first) if first else None
+        if read is None and op_type in SHAPE_PRESERVING:
+            read = out
         return float(read) if read is not None else None
     return float(out) if out is not None else None
+
+
+def _contracted(
+    op: ir.Operation, op_type: str, inputs: list[tuple[int | None, ...] | None]
+) -> int | None:
+    """K of a contraction: the first input's contracted dim, else the second's, which must
+    equal it (a reshape before a projection can leave `[2,17,?]` times a `[64,64]` weight)."""
+    first = inputs[0] if inputs else None
+    second = inputs[1] if len(inputs) > 1 else None
+    gemm = op_type == "Gemm"
+    k = None
+    if first:
+        k = first[0] if gemm and _int_attribute(op, "transA") else first[-1]
+    if k is None and second:
+        if gemm:
+            k = second[-1] if _int_attribute(op, "transB") else second[0]
+        else:
+            k = second[-2] if len(second) >= 2 else second[0]
+    return k
 
 
 def _dims(value_type: ir.Type) -> tuple[int | None, ...] | None:
