@@ -159,7 +159,22 @@ def test_editor_locations() -> None:
     module = profiled()
     add, mul = index_of(module, "arith.addf"), index_of(module, "arith.mulf")
     assert editor_location(module, add, "model.py") == "model.py:7:3"
-    assert editor_location(module, mul, "") == module.ops[mul].location
+    # located by its name only: nothing to add to the row's name
+    assert module.ops[mul].location == "'mul_op'" and editor_location(module, mul, "") == ""
+    with make_context():
+        other = profiled_ops_of(
+            ir.Module.parse(
+                """func.func @f(%x: f32) -> f32 {
+                  %0 = arith.mulf %x, %x : f32 loc(fused["mul_op", "scale"])
+                  %1 = arith.addf %0, %0 : f32 loc(callsite("add_op" at "lib.py":3:1))
+                  return %1 : f32
+                }"""
+            )
+        )
+    fused, called = index_of(other, "arith.mulf"), index_of(other, "arith.addf")
+    # a location that says more than the name is kept whole
+    assert editor_location(other, fused, "") == other.ops[fused].location != "'mul_op'"
+    assert editor_location(other, called, "") == "lib.py:3:1"
 
 
 def cells(line: str) -> list[str]:
@@ -335,3 +350,16 @@ def test_the_rich_table_with_roofline_columns() -> None:
     line = next(line for line in text.splitlines() if "main/add" in line)
     assert cells(line)[-6:-1] == ["31.4", "3.14", "0.1", "3.1%", "compute"]
     assert "roofline: peaks 100.0 GFLOP/s" in text
+
+
+def test_no_location_column_when_no_row_is_placed() -> None:
+    """Rows whose ops are located by their names only (ONNX nodes) get no location column;
+    one placed row brings it back."""
+    module = profiled()
+    add, mul = index_of(module, "arith.addf"), index_of(module, "arith.mulf")
+    unplaced = (row("mul_op", op_name="arith.mulf", op_index=mul),)
+    text = render_text(hotspot_rich_table(HotspotTable("op", unplaced, 3_000, 3_000), module))
+    assert "location" not in text and "mul_op" in text
+    placed = (*unplaced, row("main/add", op_name="arith.addf", op_index=add))
+    text = render_text(hotspot_rich_table(HotspotTable("op", placed, 6_000, 6_000), module))
+    assert "location" in text and "model.py:7:3" in text

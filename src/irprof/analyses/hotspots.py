@@ -100,7 +100,7 @@ class HotspotTable(Tabular):
 
 def _where(op: ProfiledOp) -> str:
     # A private-function op is placed at its call site: its own location is a bare primitive.
-    return op.site_source or op.location
+    return op.site_source or op.place
 
 
 def _estimated_ns(ops: list[ProfiledOp]) -> int:

@@ -105,6 +105,14 @@ class ProfiledOp:
         return ""
 
     @property
+    def place(self) -> str:
+        """The compact location, or "" when it is only the op's name (an ONNX node, a JAX op
+        with no frames): it places nothing the name does not already say."""
+        return (
+            "" if self.runtime_name and self.location == f"'{self.runtime_name}'" else self.location
+        )
+
+    @property
     def display_name(self) -> str:
         """Runtime name when known, else the op name: what a user recognises."""
         return self.runtime_name or self.op_name

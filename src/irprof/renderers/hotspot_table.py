@@ -38,7 +38,7 @@ def editor_location(profiled: ProfiledModule, op_index: int, script: str) -> str
     op = profiled.ops[op_index]
     where = op.site_source
     if not where:
-        return op.location
+        return op.place
     file, line, col = where.rsplit(":", 2) if where.count(":") >= 2 else (where, "", "")
     if script and line and Path(file).name == Path(script).name:
         return f"{script}:{line}:{col}"
@@ -118,16 +118,17 @@ def hotspot_rich_table(
     location_title = "location (hottest op)" if table.by != "op" else "location"
     # Narrowest: `…/file.py:line:col`, the part an editor opens (the folders go first).
     file_width = max((len(location.rsplit("/", 1)[-1]) + 2 for location in locations), default=14)
-    columns.append(
-        FitColumn(
-            location_title,
-            locations,
-            priority=1,
-            shrink="head",
-            min_width=min(file_width, 32),
-            style="cyan",
+    if any(locations):  # no row placed anywhere (an ONNX model's nodes): no column
+        columns.append(
+            FitColumn(
+                location_title,
+                locations,
+                priority=1,
+                shrink="head",
+                min_width=min(file_width, 32),
+                style="cyan",
+            )
         )
-    )
     caption = (
         f"{len(rows)} rows · {format_ns(table.total_ns)} attributed"
         f" of {format_ns(table.profiled_ns)} profiled (sums) · ranked by {table.stat_label}"
