@@ -182,6 +182,39 @@ module {
 """
 
 
+SHARED_PATH = """
+module {
+  func.func @main(%x: f32) -> f32 {
+    %0 = func.call @uniform(%x) : (f32) -> f32 loc(#dropout0)
+    %1 = func.call @uniform(%0) : (f32) -> f32 loc(#dropout1)
+    %2 = func.call @uniform(%1) : (f32) -> f32 loc(#dropout2)
+    return %2 : f32
+  }
+  func.func private @uniform(%x: f32) -> f32 {
+    %0 = func.call @threefry(%x) : (f32) -> f32 loc("")
+    %1 = func.call @threefry(%0) : (f32) -> f32 loc("")
+    return %1 : f32
+  }
+  func.func private @threefry(%x: f32) -> f32 {
+    %0 = arith.negf %x : f32 loc("while")
+    return %0 : f32
+  }
+}
+#dropout0 = loc("jit(f)/Dropout_0/jit(_uniform)"("model.py":9:4))
+#dropout1 = loc("jit(f)/Dropout_1/jit(_uniform)"("model.py":10:4))
+#dropout2 = loc("jit(f)/Dropout_2/jit(_uniform)"("model.py":11:4))
+"""
+
+
+def test_call_sites_count_every_path_through_the_callers() -> None:
+    """GIVEN `@threefry` called twice by `@uniform`, which main calls three times THEN its op
+    runs on 2 x 3 = 6 paths, and its row says so (its time is all of theirs)."""
+    (loop,) = [op for op in _module(SHARED_PATH).ops if op.op_name == "arith.negf"]
+    assert loop.call_sites == 6
+    assert loop.qualified_name == "jit(_uniform)/while (6 call sites)"
+    assert loop.site_source == "model.py:9:4"
+
+
 def test_a_call_at_an_empty_location_adds_no_scope() -> None:
     """GIVEN `jax.random`'s shape, `@_uniform` calling `@threefry2x32` at `loc("")` THEN the loop
     is named as XLA names it, through the named call only, and placed at that call's line."""

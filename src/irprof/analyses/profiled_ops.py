@@ -310,7 +310,7 @@ class _CallContext:
     """How the ops of one called function are known to the user: through their call sites."""
 
     name: str  # the qualified call name, or the common suffix of several
-    sites: int
+    sites: int  # call paths from an uncalled function: a call from a function called twice counts 2
     chain: tuple[str, ...]  # first call site's frames
     scope: str  # first named call site's qualified name: where callee ops roll up ("" if none)
 
@@ -349,9 +349,12 @@ class _CallResolver:
             return None
         named = [self._qualified(call, active | {function}) for call in calls]
         names = [name for name, _ in named]
+        # Each call runs the function once per path reaching the call: `@threefry2x32` called
+        # once from `@_uniform`, which two dropout layers call, runs for both.
+        outers = [self.context(call.function, active | {function}) for call in calls]
         context = _CallContext(
             name=names[0] if len(names) == 1 else _common_suffix(names),
-            sites=len(calls),
+            sites=sum(outer.sites if outer is not None else 1 for outer in outers),
             chain=named[0][1],
             scope=next((n for (n, _), c in zip(named, calls, strict=True) if c.runtime_name), ""),
         )
