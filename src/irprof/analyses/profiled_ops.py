@@ -31,6 +31,9 @@ _LIBRARY_PARTS = ("site-packages/", "dist-packages/", "/lib/python3")
 # hangs the node name on the first Python frame of the stack and nests inward
 # (docs/frameworks.md). `innermost_first` puts them in the order every other stack uses.
 OUTERMOST_FIRST_FRAMEWORKS = frozenset({"tf"})
+# Where each such framework's own op-building code lives (portable `<sys.path>/` spelling): its
+# frames place no model op (every Conv2D is built on the same line of `nn_ops.py`).
+FRAMEWORK_PACKAGES = {"tf": ("<sys.path>/tensorflow/",)}
 
 # Ops that only hold other ops: their time is the sum of their children, never a row of its own.
 CONTAINER_OPS = frozenset({"builtin.module", "func.func", "util.func", "tf_executor.graph"})
@@ -67,6 +70,9 @@ class ProfiledOp:
     # Names of the function arguments the op reads (their `loc("...")`, e.g. a JAX pytree path
     # `state['attn']['query']['kernel'].value`): what tells apart ops of one name and line.
     inputs: tuple[str, ...] = ()
+    # When no frame is in user code (a Keras `fit` step the tool runs): the innermost frame
+    # outside the framework's own package, the library line that built the op ("" if none).
+    model_frame: str = ""
 
     @property
     def inclusive(self) -> bool:
@@ -92,7 +98,7 @@ class ProfiledOp:
         subclassed Keras model's `self.conv(x)` in its `call`, not the script's `model(x)`).
         Chains are innermost first (`innermost_first` for a bundle of TF, whose IR lists them
         the other way round)."""
-        return _first_user_frame(self.chain) or self.source
+        return _first_user_frame(self.chain) or self.model_frame or self.source
 
     def frame_in(self, script: str, *, at_call_site: bool = False) -> str:
         """The first frame inside `script` (matched by file name), else "": of the op's own
@@ -414,7 +420,19 @@ def innermost_first(records: list[ProfiledOp], framework: str) -> list[ProfiledO
     reversed."""
     if framework not in OUTERMOST_FIRST_FRAMEWORKS:
         return records
-    return [replace(op, chain=op.chain[::-1]) for op in records]
+    own = FRAMEWORK_PACKAGES.get(framework, ())
+    out = []
+    for op in records:
+        chain = op.chain[::-1]
+        # The IR's first frame, the key's source, is the outermost: without a user frame that
+        # is the library's entry (Keras' `traceback_utils.py` for every op of a `fit` step).
+        library = "" if _first_user_frame(chain) else _first_frame_outside(chain, own)
+        out.append(replace(op, chain=chain, model_frame=library))
+    return out
+
+
+def _first_frame_outside(chain: tuple[str, ...], packages: tuple[str, ...]) -> str:
+    return next((frame for frame in chain if not frame.startswith(packages)), "")
 
 
 def load_profiled_module(path: str | Path) -> tuple[ir.Module, ProfiledModule]:
