@@ -1,0 +1,246 @@
+"""`analyses/trace_export.py`'s joins on hand-made levels: which ops an event name maps to (ops
+without a profile and inclusive calls left out, reattached ops through their origin's event
+names), each reference's fields, and `with_trace_kernels` replacing a reattached op's kernels
+only when every origin's event names are known."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from irprof.analyses.profiled_ops import ProfiledModule, ProfiledOp
+from irprof.analyses.trace_export import (
+    OpRef,
+    TraceExport,
+    load_trace_export,
+    origin_kernels,
+    with_trace_kernels,
+)
+from irprof.annotation import annotate_bundle
+from irprof.bundle import RunBundle
+from irprof.errors import BundleError
+from irprof.manifest import Manifest
+from irprof.opprofile import ProfileData
+from irprof.trace.builder import TraceBuilder
+from tests.analyses.test_support import fixture_jax_bundle  # noqa: F401  (found by its name)
+
+FIXTURES = Path(__file__).parents[1] / "fixtures"
+MANIFEST = Manifest("torch", "m.py", "main", 1, "cpu", {}, ("torch",), ())
+
+
+def profile(kernels: tuple[str, ...], source: str = "trace") -> ProfileData:
+    return ProfileData(
+        count=1, total_ns=5, mean_ns=5, min_ns=5, max_ns=5, first_ts_ns=0, fraction=0.1,
+        kernels=kernels, source=source,
+    )  # fmt: skip
+
+
+def op(index: int, data: ProfileData | None, **fields: object) -> ProfiledOp:
+    values: dict[str, object] = {
+        "index": index,
+        "op_name": f"torch.op{index}",
+        "function": "forward",
+        "runtime_name": f"rt{index}",
+        "scope": "",
+        "source": f"m.py:{index}:3",
+        "chain": (),
+        "location": f"loc{index}",
+        "profile": data,
+        "trivial": False,
+    }
+    values.update(fields)
+    return ProfiledOp(**values)  # type: ignore[arg-type]
+
+
+def export(
+    levels: tuple[tuple[str, ProfiledModule], ...], origins: dict[str, tuple[str, ...]]
+) -> TraceExport:
+    return TraceExport(TraceBuilder().build(), "t.json", MANIFEST, levels, origins)
+
+
+def module(*ops: ProfiledOp) -> ProfiledModule:
+    return ProfiledModule("x.mlir", ops, {})
+
+
+def test_event_names_map_to_every_op_listing_them_at_every_level() -> None:
+    torch = module(
+        op(0, profile(("k1", "k2"))),
+        op(1, None),  # no profile: nothing
+        op(2, profile(("k1",)), callee="f"),  # a call: inclusive, left out
+        op(3, profile(("k3",), source="trace:inclusive")),  # inclusive by its source
+        op(4, profile(("k1",)), runtime_name=""),
+    )
+    linalg = module(
+        op(7, profile(("torch.aten.mm torch#9",), source="reattach:torch#9")),
+        op(8, profile(("x",), source="reattach:torch#404")),  # an origin without names
+    )
+    found = export((("torch", torch), ("linalg", linalg)), {"torch#9": ("k2", "k4")})
+    refs = found.ops_by_event_name()
+
+    def ref(level: str, index: int, runtime: str) -> OpRef:
+        return OpRef(level, index, runtime or f"torch.op{index}", f"torch.op{index}",
+                     f"m.py:{index}:3", "forward", runtime)  # fmt: skip
+
+    assert refs == {
+        "k1": (ref("torch", 0, "rt0"), ref("torch", 4, "")),
+        "k2": (ref("torch", 0, "rt0"), ref("linalg", 7, "rt7")),
+        "k4": (ref("linalg", 7, "rt7"),),
+    }
+    assert all(isinstance(value, tuple) for value in refs.values())
+
+
+def test_a_reattached_profile_reads_its_origin_s_event_names() -> None:
+    found = export((), {"torch#1": ("a", "b")})
+    assert found.event_names(profile(("own",))) == ("own",)
+    assert found.event_names(profile(("own",), source="reattach:torch#1")) == ("a", "b")
+    assert found.event_names(profile(("own",), source="reattach:torch#2")) == ()
+    # Only a source that starts with the prefix is reattached.
+    assert found.event_names(profile(("own",), source="xreattach:torch#1")) == ("own",)
+    assert export((), {}).origin_kernels == {}
+
+
+def test_with_trace_kernels_swaps_in_the_origins_event_names() -> None:
+    kernels_of = {"torch#1": ("mm", "add"), "torch#2": ("add", "relu"), "torch#3": ()}
+    plain = op(0, profile(("k",)))
+    none = op(1, None)
+    both = op(2, profile(("torch.aten.mm torch#1", "torch.aten.relu torch#2"), "reattach:torch#1"))
+    unknown = op(3, profile(("torch.aten.mm torch#1", "x torch#9"), "reattach:torch#1"))
+    empty = op(4, profile((), "reattach:torch#1"))
+    bare = op(5, profile(("torch#3",), "reattach:torch#3"))
+    result = with_trace_kernels([plain, none, both, unknown, empty, bare], kernels_of)
+    assert result[:2] == [plain, none]
+    # Each origin's names in order, a name two origins share once.
+    assert both.profile is not None and bare.profile is not None
+    assert result[2] == dataclasses.replace(
+        both, profile=dataclasses.replace(both.profile, kernels=("mm", "add", "relu"))
+    )
+    assert result[3] is unknown  # one origin without names: the op keeps its list
+    assert result[4] is empty  # no origin at all
+    # A label of one word is its own origin (the text after the last space).
+    assert result[5] == dataclasses.replace(
+        bare, profile=dataclasses.replace(bare.profile, kernels=())
+    )
+    assert len(result) == 6
+
+
+def test_loading_reads_one_level_or_all_and_names_the_trace(
+    jax_bundle: RunBundle, tmp_path: Path
+) -> None:
+    root = tmp_path / "run"
+    shutil.copytree(jax_bundle.root, root)
+    annotated = root / "annotated"
+    shutil.copy(annotated / "stablehlo.mlir", annotated / "second.mlir")
+    shutil.copy(root / "ir" / "stablehlo.mlir", root / "ir" / "second.mlir")
+    manifest = json.loads((root / "manifest.json").read_text())
+    manifest["ir_levels"] = ["stablehlo", "second"]
+    (root / "manifest.json").write_text(json.dumps(manifest))
+    bundle = RunBundle(root)
+    assert [level for level, _ in load_trace_export(bundle).levels] == ["stablehlo", "second"]
+    one = load_trace_export(bundle, "second")
+    assert [level for level, _ in one.levels] == ["second"]
+    # The trace's path relative to the bundle, as the manifest lists it (XPlane first).
+    assert one.trace_path == "trace/jax_mlp.xplane.pb"
+    assert len(one.trace) == len(bundle.trace()) > 0
+
+
+def test_a_bundle_without_annotated_ir_says_how_to_annotate(
+    jax_bundle: RunBundle, tmp_path: Path
+) -> None:
+    root = tmp_path / "run"
+    shutil.copytree(jax_bundle.root, root)
+    shutil.rmtree(root / "annotated")
+    expected = f"{root}: no annotated IR under annotated/; run `irprof annotate {root}`"
+    with pytest.raises(BundleError) as raised:
+        load_trace_export(RunBundle(root))
+    assert str(raised.value) == expected
+
+
+@pytest.fixture(scope="module", name="torch_run")
+def fixture_torch_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The real torch CNN capture annotated at both levels: linalg's ops carry torch origins."""
+    root = tmp_path_factory.mktemp("torch") / "run"
+    shutil.copytree(FIXTURES / "torch" / "cnn", root)
+    bundle = RunBundle(root)
+    annotate_bundle(bundle, "torch")
+    annotate_bundle(bundle, "linalg")
+    return root
+
+
+def expected_origins(root: Path) -> dict[str, list[str]]:
+    """Origin -> event names from the saved profiles' JSON, read here: the first level (in
+    lowering order) measuring it directly gives them."""
+    found: dict[str, list[str]] = {}
+    for level in ("torch", "linalg"):
+        document = json.loads((root / f"opprofile.{level}.json").read_text())
+        for entry in document["entries"]:
+            origin, data = entry["key"].get("origin"), entry.get("profile") or {}
+            kernels, source = data.get("kernels", []), data.get("source", "")
+            if origin and kernels and not source.startswith("reattach:"):
+                found.setdefault(origin, list(kernels))
+    return found
+
+
+def test_origins_read_from_every_level_measured_directly(torch_run: Path, tmp_path: Path) -> None:
+    expected = expected_origins(torch_run)
+    assert len(expected) >= 10
+    got = origin_kernels(RunBundle(torch_run))
+    assert {origin: list(names) for origin, names in got.items()} == expected
+    # A level annotated without a profile file is passed over, not the end of the search.
+    root = tmp_path / "run"
+    shutil.copytree(torch_run, root)
+    shutil.copy(root / "annotated" / "torch.mlir", root / "annotated" / "early.mlir")
+    shutil.copy(root / "ir" / "torch.mlir", root / "ir" / "early.mlir")
+    manifest = json.loads((root / "manifest.json").read_text())
+    manifest["ir_levels"] = ["early", "torch", "linalg"]
+    (root / "manifest.json").write_text(json.dumps(manifest))
+    assert RunBundle(root).annotated_levels()[0] == "early"
+    assert origin_kernels(RunBundle(root)) == got
+
+
+def entry(name: str, origin: str | None, kernels: list[str], source: str) -> dict[str, Any]:
+    key: dict[str, Any] = {"name": name, "source": "m.py:1:0", "ordinal": 900}
+    if origin is not None:
+        key["origin"] = origin
+    profile = {"count": 1, "total_ns": 10, "mean_ns": 10, "min_ns": 10, "max_ns": 10,
+               "first_ts_ns": 0, "fraction": 0.0, "kernels": kernels, "fused_with": [],
+               "source": source}  # fmt: skip
+    return {"key": key, "op": "torch.aten.add", "loc": "", "profile": profile}
+
+
+def test_only_origins_with_event_names_measured_directly_count(
+    torch_run: Path, tmp_path: Path
+) -> None:
+    root = tmp_path / "run"
+    shutil.copytree(torch_run, root)
+    extra = {
+        "torch": [
+            entry("no_origin", None, ["aten::extra"], "torch.profiler:extra"),
+            entry("no_names", "torch#9001", [], "torch.profiler:none"),
+        ],
+        "linalg": [entry("carried", "torch#9002", ["l"], "reattach:torch#9002")],
+    }
+    for level, entries in extra.items():
+        path = root / f"opprofile.{level}.json"
+        document = json.loads(path.read_text())
+        document["entries"] += entries
+        path.write_text(json.dumps(document))
+    got = origin_kernels(RunBundle(root))
+    assert {origin: list(names) for origin, names in got.items()} == expected_origins(root)
+    assert not {"torch#9001", "torch#9002", "", None} & set(got)
+
+
+def test_a_profile_file_that_is_not_the_bundle_s_own_is_named(
+    torch_run: Path, tmp_path: Path
+) -> None:
+    root = tmp_path / "run"
+    shutil.copytree(torch_run, root)
+    outside = tmp_path / "elsewhere.json"
+    shutil.move(root / "opprofile.torch.json", outside)
+    (root / "opprofile.torch.json").symlink_to(outside)
+    with pytest.raises(BundleError, match="torch profile"):
+        origin_kernels(RunBundle(root))
