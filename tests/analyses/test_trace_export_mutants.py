@@ -21,15 +21,14 @@ from irprof.analyses.trace_export import (
     origin_kernels,
     with_trace_kernels,
 )
-from irprof.annotation import annotate_bundle
 from irprof.bundle import RunBundle
 from irprof.errors import BundleError
 from irprof.manifest import Manifest
 from irprof.opprofile import ProfileData
 from irprof.trace.builder import TraceBuilder
 from tests.analyses.test_support import fixture_jax_bundle  # noqa: F401  (found by its name)
+from tests.renderers.test_trace_export_fidelity import fixture_torch_bundle  # noqa: F401  (by name)
 
-FIXTURES = Path(__file__).parents[1] / "fixtures"
 MANIFEST = Manifest("torch", "m.py", "main", 1, "cpu", {}, ("torch",), ())
 
 
@@ -161,14 +160,9 @@ def test_a_bundle_without_annotated_ir_says_how_to_annotate(
 
 
 @pytest.fixture(scope="module", name="torch_run")
-def fixture_torch_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def fixture_torch_run(torch_bundle: RunBundle) -> Path:
     """The real torch CNN capture annotated at both levels: linalg's ops carry torch origins."""
-    root = tmp_path_factory.mktemp("torch") / "run"
-    shutil.copytree(FIXTURES / "torch" / "cnn", root)
-    bundle = RunBundle(root)
-    annotate_bundle(bundle, "torch")
-    annotate_bundle(bundle, "linalg")
-    return root
+    return torch_bundle.root
 
 
 def expected_origins(root: Path) -> dict[str, list[str]]:
