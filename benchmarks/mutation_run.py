@@ -116,6 +116,12 @@ EXTRA_TESTS: dict[str, tuple[str, ...]] = {
     "readers/chrome/columns.py": ("tests/e2e/test_public_traces.py",),
     "mlir/profile_attrs.py": ("tests/passes/test_golden.py",),
     "analyses/hotspots.py": ("tests/analyses/test_private_functions.py",),
+    # The JAX tests that decode shipped HLO and thunk traces (no capture: NEEDS_FRAMEWORK = False).
+    "correlate/hlo.py": (
+        "tests/frameworks/jax/test_hlo.py",
+        "tests/frameworks/jax/test_correlate.py",
+    ),
+    "correlate/xla_thunks.py": ("tests/frameworks/jax/test_correlate.py",),
 }
 
 

@@ -24,6 +24,8 @@ from irprof.opprofile import OpProfileEntry
 from irprof.trace.builder import TraceBuilder
 from irprof.trace.model import EventKind, Trace
 
+NEEDS_FRAMEWORK = False  # shipped fixtures and MLIR only: tests/frameworks/conftest.py
+
 MODULE = """
 !a = tensor<4x8xf32>
 !b = tensor<8x8xf32>

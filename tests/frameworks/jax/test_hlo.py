@@ -7,6 +7,8 @@ import pytest
 from irprof.frameworks.jax.hlo import decode_hlo_proto, instruction_flops, parse_hlo_text
 from irprof.frameworks.jax.hlo_proto import hlo_pb2
 
+NEEDS_FRAMEWORK = False  # shipped fixtures and MLIR only: tests/frameworks/conftest.py
+
 HLO_TEXT = """HloModule jit_g, entry_computation_layout={(f32[4,8]{1,0})->f32[4,4]{1,0}}
 
 FileNames

@@ -1,5 +1,4 @@
-"""Every test in this folder needs onnx and onnxruntime: the `onnx` marker selects or deselects
-them. The bundles captured once per session live here (ORT runs these models in ~1-5 s)."""
+"""The ONNX bundles captured once per session (ORT runs these models in ~1-5 s)."""
 
 from __future__ import annotations
 
@@ -11,13 +10,6 @@ from irprof.cli.main import main
 
 HERE = Path(__file__).parent
 EXAMPLES = HERE.parents[2] / "examples"
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark the tests collected from this folder."""
-    for item in items:
-        if HERE in item.path.parents:
-            item.add_marker(pytest.mark.onnx)
 
 
 def _captured(folder: Path, script: str, *extra: str) -> Path:

@@ -25,6 +25,8 @@ from irprof.frameworks.tf.graph import TfOpIndex
 from irprof.opprofile import OpProfileEntry
 from irprof.trace.model import EventKind
 
+NEEDS_FRAMEWORK = False  # shipped fixtures and MLIR only: tests/frameworks/conftest.py
+
 RESIDUAL = Path(__file__).parents[2] / "fixtures" / "tf" / "residual"
 SKIP_KERNEL = "functional_1/skip_1/Add:_MklNativeFusedConv2D"
 

@@ -22,6 +22,8 @@ from irprof.frameworks.tf.fusion import MAX_MEMBERS, ExecutedGraph, ExecutedNode
 from irprof.frameworks.tf.graph import TfOpIndex
 from irprof.mlir.context import make_context
 
+NEEDS_FRAMEWORK = False  # shipped fixtures and MLIR only: tests/frameworks/conftest.py
+
 T = "tensor<4xf32>"
 RESIDUAL = Path(__file__).parents[2] / "fixtures" / "tf" / "residual"
 
