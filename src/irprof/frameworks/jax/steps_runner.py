@@ -6,6 +6,7 @@ Design notes: docs/jax.md, "Module notes", `frameworks/jax/steps_runner.py`.
 
 from __future__ import annotations
 
+import re
 import tempfile
 import time
 from collections.abc import Callable
@@ -23,6 +24,8 @@ DEFAULT_LEARNING_RATE = 0.01
 STEP_MARKER = "irprof_step"
 OPTIMIZER_SCOPE = "sgd"
 SETTLE_S = 0.5  # unprofiled steps before the overhead is timed (on top of --warmup)
+SHARDY_FLAG = "jax_use_shardy_partitioner"
+SHARDY_OP = re.compile(r"^\s*(%[^=]*= )?sdy\.", re.MULTILINE)  # an op of the `sdy` dialect
 
 
 @dataclass(frozen=True)
@@ -86,8 +89,12 @@ def step_spec(produced: Any, mode: str, where: str) -> StepSpec:
 
 
 def sgd_step(loss_fn: Callable[..., Any], learning_rate: float) -> Callable[..., Any]:
-    """`train_step(params, *batch) -> (new_params, loss)`: value_and_grad, then plain SGD."""
-    value_and_grad = jax.value_and_grad(loss_fn)
+    """`train_step(params, *batch) -> (new_params, loss)`: value_and_grad, then plain SGD.
+
+    Only the floating-point leaves of `params` are differentiated and updated; integer, boolean
+    and PRNG-key leaves (a Flax NNX state's RNG counters and keys, step counts) pass through
+    unchanged, as an optimizer leaves them.
+    """
 
     def update(path: Any, param: Any, grad: Any) -> Any:
         name = jax.tree_util.keystr(path, simple=True, separator="/") or "params"
@@ -95,18 +102,51 @@ def sgd_step(loss_fn: Callable[..., Any], learning_rate: float) -> Callable[...,
             return param - learning_rate * grad
 
     def train_step(params: Any, *batch: Any) -> tuple[Any, Any]:
-        loss, grads = value_and_grad(params, *batch)
-        return jax.tree_util.tree_map_with_path(update, params, grads), loss
+        leaves, tree = jax.tree_util.tree_flatten_with_path(params)
+        trained = [i for i, (_, leaf) in enumerate(leaves) if is_trainable(leaf)]
+
+        def loss_of(values: list[Any]) -> Any:
+            merged = [leaf for _, leaf in leaves]
+            for i, value in zip(trained, values, strict=True):
+                merged[i] = value
+            return loss_fn(jax.tree_util.tree_unflatten(tree, merged), *batch)
+
+        loss, grads = jax.value_and_grad(loss_of)([leaves[i][1] for i in trained])
+        updated = [leaf for _, leaf in leaves]
+        for i, grad in zip(trained, grads, strict=True):
+            updated[i] = update(leaves[i][0], leaves[i][1], grad)
+        return jax.tree_util.tree_unflatten(tree, updated), loss
 
     return train_step
 
 
+def is_trainable(leaf: Any) -> bool:
+    """A leaf SGD updates: an array or number of a floating or complex dtype."""
+    dtype = getattr(leaf, "dtype", None)
+    if dtype is None:
+        return isinstance(leaf, float | complex)
+    return bool(jax.numpy.issubdtype(dtype, jax.numpy.inexact))
+
+
 def stablehlo_text(spec: StepSpec) -> tuple[str, Any]:
-    """The IR level's text and the lowered (concrete-shape) computation that is compiled."""
+    """The IR level's text and the lowered (concrete-shape) computation that is compiled.
+
+    A function that constrains shardings (Flax NNX's RNG streams do, on an empty mesh) lowers to
+    Shardy's `sdy` ops, a dialect the MLIR bindings irprof parses with do not have. It is then
+    lowered again with JAX's GSPMD partitioner, which writes the same constraints as
+    `stablehlo.custom_call @Sharding` (on one device neither moves data), and that lowering is
+    both the IR level and what is compiled and profiled.
+    """
     jitted = jax.jit(spec.function)
     lowered = jitted.lower(*spec.args)
+    text = str(lowered.as_text(debug_info=True))
+    if SHARDY_OP.search(text) and getattr(jax.config, SHARDY_FLAG):
+        jax.config.update(SHARDY_FLAG, False)  # type: ignore[no-untyped-call]
+        jitted = jax.jit(spec.function)
+        lowered = jitted.lower(*spec.args)
+        text = str(lowered.as_text(debug_info=True))
     if spec.polymorphic_shapes is None:
-        return str(lowered.as_text(debug_info=True)), lowered
+        return text, lowered
     from jax import export
 
     symbolic = export.symbolic_args_specs(spec.args, spec.polymorphic_shapes)
