@@ -174,6 +174,23 @@ def test_narrow_terminals_drop_columns_by_priority() -> None:
     ]  # fmt: skip
 
 
+def test_ops_sharing_a_name_keep_their_locations_on_a_narrow_terminal() -> None:
+    twins = (
+        op("jit(forward)/add", 1_000.0, 3_000.0, None, location="model.py:17:30"),
+        op("jit(forward)/add", 2_000.0, 2_500.0, None, location="model.py:18:21"),
+        op("jit(forward)/dot", 500.0, 400.0, None, location="model.py:20:15"),
+    )
+    text = DiffTableRenderer(width=80).render(diff(ops=twins, scopes=(), kinds=())).decode()
+    header = next(line for line in text.splitlines() if "op (runtime name)" in line)
+    assert "location" in cells(header)
+    assert "model.py:17:30" in text and "model.py:18:21" in text
+    # Distinct names: the location is dropped at this width, as the priorities say.
+    single = (*twins[:1], op("jit(forward)/mul", 2_000.0, 2_500.0, None), twins[2])
+    text = DiffTableRenderer(width=80).render(diff(ops=single, scopes=(), kinds=())).decode()
+    header = next(line for line in text.splitlines() if "op (runtime name)" in line)
+    assert "location" not in cells(header)
+
+
 def test_fusion_changes() -> None:
     changes = (
         FusionChange("fused in B", ("a/" + "x" * 70, "b"), ("k1", "k2"), ("kb",)),

@@ -75,9 +75,12 @@ def _table(title: str, rows: tuple[DiffRow, ...], *, ops: bool, limit: int, widt
                   cell_styles=[_interval_style(row) for row in shown]),
     ]  # fmt: skip
     if ops:
+        # Rows that share a runtime name (a layer's ops called in a loop) differ by location
+        # alone: then it stays however narrow the terminal.
+        repeated = len({row.key for row in shown}) < len(shown)
         columns.append(
-            FitColumn("location", [row.location for row in shown], 3, "left", "head", 16,
-                      style="cyan")
+            FitColumn("location", [row.location for row in shown], 0 if repeated else 3, "left",
+                      "head", 16, style="cyan")
         )  # fmt: skip
     caption = (
         f"{len(rows) - limit} more rows (--limit, or --json for all)" if len(rows) > limit else ""
