@@ -10,11 +10,14 @@ import json
 import os
 import resource
 import socket
+import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
+from irprof.analyses import rank_dataset
 from irprof.analyses.rank_cluster import SerialRunner
 from irprof.analyses.rank_dataset import (
     DATASET_FILE,
@@ -30,6 +33,7 @@ from irprof.analyses.rank_dataset import (
     open_rank_dataset,
 )
 from irprof.errors import IrprofError, UsageError
+from irprof.progress import listen
 from irprof.trace.io import load_events_json, load_parquet
 
 
@@ -253,3 +257,162 @@ def test_rank_summaries_with_unreadable_partitions(tmp_path: Path) -> None:
         str(files[1]),
     ]
     assert RankDataset(root, ()).partition_paths() == []
+
+
+def test_the_named_format_is_used_for_every_file(tmp_path: Path) -> None:
+    """`format` reaches every rank's conversion: Chrome JSON named as XPlane is not read."""
+    source = rank_file(tmp_path / "r_0.json", 2)
+    named = convert_ranks([source], tmp_path / "chrome", SerialRunner(), "chrome")
+    assert [part.rank for part in named.parts] == [0] and named.failures == ()
+    wrong = convert_ranks([source], tmp_path / "xplane", SerialRunner(), "xplane")
+    assert wrong.parts == () and [f.source for f in wrong.failures] == [str(source)]
+    for output, in_memory in (("a.parquet", False), ("b.parquet", True), ("c.json", False)):
+        with pytest.raises(IrprofError):
+            convert_trace_file(source, tmp_path / output, "xplane", in_memory=in_memory)
+
+
+def test_a_file_without_a_rank_takes_the_default_rank(tmp_path: Path) -> None:
+    source = rank_file(tmp_path / "host.json", 1)  # no number in the name, no distributedInfo
+    dataset = convert_ranks([source], tmp_path / "a", SerialRunner(), default_rank=4)
+    assert [(part.rank, part.partition) for part in dataset.parts] == [(4, "rank=4/events.parquet")]
+    refused = convert_ranks([source], tmp_path / "b", SerialRunner())
+    assert refused.parts == () and "no rank" in refused.failures[0].error
+
+
+def test_os_errors_memory_errors_and_bugs_are_failures_of_their_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An OSError or MemoryError in a conversion comes back as data; any other exception
+    escapes the task and the runner hands it back: all three are their file's failure."""
+    sources = [rank_file(tmp_path / f"r_{rank}.json", 1) for rank in (0, 1, 2, 3)]
+    raised: dict[str, BaseException] = {
+        str(sources[0]): OSError("disk full"),
+        str(sources[1]): MemoryError(),
+        str(sources[2]): RuntimeError("a bug"),
+    }
+
+    def convert(source: Path, output: Path, format: str | None = None) -> Any:
+        if str(source) in raised:
+            raise raised[str(source)]
+        return original(source, output, format)
+
+    original = rank_dataset.convert_trace_file
+    monkeypatch.setattr(rank_dataset, "convert_trace_file", convert)
+    dataset = convert_ranks(sources, tmp_path / "out", SerialRunner())
+    assert [part.rank for part in dataset.parts] == [3]
+    assert dataset.failures == (
+        RankFailure(str(sources[0]), "OSError: disk full"),
+        RankFailure(str(sources[1]), "MemoryError: "),
+        RankFailure(str(sources[2]), "RuntimeError: a bug"),
+    )
+
+
+def test_a_rank_keeps_its_warnings_and_its_conversion_time(tmp_path: Path) -> None:
+    source = tmp_path / "r_0.json"
+    event = {"ph": "X", "name": "k", "cat": "kernel", "pid": 1, "tid": 7, "ts": 0, "dur": -5}
+    source.write_text(json.dumps({"traceEvents": [event]}))
+    start = time.perf_counter()
+    dataset = convert_ranks([source], tmp_path / "out", SerialRunner())
+    took = time.perf_counter() - start
+    (part,) = dataset.parts
+    assert part.warnings == ("1 event(s) with a negative 'dur' read as 0 ns",)
+    assert 0 < part.seconds <= took
+    assert open_rank_dataset(tmp_path / "out").parts[0].warnings == part.warnings
+
+
+def test_cpu_time_is_user_plus_system_and_peak_rss_is_in_mb(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    usage = SimpleNamespace(ru_utime=1.5, ru_stime=0.25, ru_maxrss=3072)  # maxrss in kB
+    monkeypatch.setattr(resource, "getrusage", lambda who: usage)
+    assert rank_dataset._thread_cpu_seconds() == 1.75
+    assert rank_dataset._peak_rss_mb() == 3.0
+
+
+def test_refusals_of_a_dataset_folder_in_full_and_before_converting(tmp_path: Path) -> None:
+    source = [rank_file(tmp_path / "r_0.json", 1)]
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "x").write_text("x")
+    with pytest.raises(UsageError) as not_dataset:
+        convert_ranks(source, other, SerialRunner())
+    assert str(not_dataset.value) == (
+        f"{other}: not empty and not an irprof rank dataset (no dataset.json); "
+        "choose an empty or new folder"
+    )
+    root = tmp_path / "out"
+    convert_ranks([rank_file(tmp_path / "r_1.json", 1)], root, SerialRunner())
+    (root / "rank=5").symlink_to(tmp_path)
+    with pytest.raises(UsageError, match="this is a symbolic link"):
+        convert_ranks(source, root, SerialRunner())
+    assert not (root / "rank=0").exists()  # refused before any rank was converted
+    (root / "rank=5").unlink()
+    (root / "rank=7").mkdir()
+    (root / "rank=7" / "events.parquet").symlink_to(other / "x")
+    with pytest.raises(UsageError) as linked:
+        convert_ranks(source, root, SerialRunner())
+    assert str(linked.value) == (
+        f"{root / 'rank=7' / 'events.parquet'}: a partition file must be a regular file, not a "
+        "link or a special file; remove it or convert into a new folder"
+    )
+
+
+def test_rank_summaries_name_their_files_report_progress_and_keep_bugs_apart(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    files = [rank_file(tmp_path / f"r_{rank}.json", 2) for rank in (0, 1, 2)]
+    dataset = convert_ranks(files, tmp_path / "out", SerialRunner())
+    done: list[object] = []
+    table, failures = dataset_rank_table(dataset, SerialRunner(), 1.5, done.append)
+    assert [(r.rank, r.source) for r in table.ranks] == [(k, str(files[k])) for k in range(3)]
+    assert len(done) == 3 and failures == ()
+
+    def load(path: Any, **kwargs: Any) -> Any:
+        if "rank=1" in str(path):
+            raise RuntimeError("a bug")
+        return original(path, **kwargs)
+
+    original = load_parquet
+    monkeypatch.setattr(rank_dataset, "load_parquet", load)
+    table, failures = dataset_rank_table(dataset, SerialRunner(), 1.5)
+    assert [r.rank for r in table.ranks] == [0, 2]
+    assert failures == (RankFailure(str(files[1]), "RuntimeError: a bug"),)
+
+
+def test_the_reasons_no_rank_could_be_summarized_are_one_per_line(tmp_path: Path) -> None:
+    files = [rank_file(tmp_path / f"r_{rank}.json", 1) for rank in (0, 1)]
+    bad = bad_file(tmp_path / "r_2.json")
+    root = tmp_path / "out"
+    dataset = convert_ranks([*files, bad], root, SerialRunner())
+    for rank in (0, 1):
+        (root / f"rank={rank}" / "events.parquet").write_bytes(b"")
+    with pytest.raises(IrprofError) as raised:
+        dataset_rank_table(dataset, SerialRunner(), 1.5)
+    lines = str(raised.value).split("\n")
+    assert lines[0] == f"{root}: no rank could be summarized"
+    assert lines[1] == f"  {bad}: {dataset.failures[0].error}"
+    assert [line.split(": ", 1)[0] for line in lines[2:]] == [f"  {f}" for f in files]
+
+
+def test_one_file_read_whole_keeps_its_output_warnings_and_progress(tmp_path: Path) -> None:
+    source = rank_file(tmp_path / "one.json", 2)
+    seen: list[str] = []
+    with listen(seen.append):
+        streamed = convert_trace_file(source, tmp_path / "a.parquet")
+        whole = convert_trace_file(source, tmp_path / "b.parquet", in_memory=True)
+    assert "streaming one.json to a.parquet" in seen and "writing b.parquet" in seen
+    assert streamed.streamed and not whole.streamed
+    assert (whole.output, whole.warnings) == (str(tmp_path / "b.parquet"), ())
+    negative = tmp_path / "neg.json"
+    event = {"ph": "X", "name": "k", "cat": "kernel", "pid": 1, "tid": 7, "ts": 0, "dur": -5}
+    negative.write_text(json.dumps({"traceEvents": [event]}))
+    read = convert_trace_file(negative, tmp_path / "c.json")
+    assert read.warnings == ("1 event(s) with a negative 'dur' read as 0 ns",)
+
+
+def test_a_file_of_no_known_format_is_named_in_the_error(tmp_path: Path) -> None:
+    source = tmp_path / "notes.txt"
+    source.write_text("hello, not a trace")
+    with pytest.raises(IrprofError) as raised:
+        convert_trace_file(source, tmp_path / "a.parquet")
+    assert str(raised.value).startswith(f"{source}: unknown trace format")
