@@ -27,6 +27,22 @@ def irprof_model():
     return model, (jnp.ones((4, 4), jnp.float32) + jnp.eye(4),)
 """
 
+# A sharding constraint: GSPMD lowers it to `stablehlo.custom_call @Sharding`, which IREE refuses.
+SHARDED = """import jax
+import jax.numpy as jnp
+from jax.sharding import NamedSharding, PartitionSpec
+
+
+def irprof_model():
+    mesh = jax.make_mesh((1,), ("x",))
+
+    def forward(w, x):
+        h = jax.lax.with_sharding_constraint(x @ w, NamedSharding(mesh, PartitionSpec()))
+        return jnp.tanh(h) * 2.0
+
+    return forward, (jnp.ones((8, 8)), jnp.ones((4, 8)))
+"""
+
 
 def _coverage(run: Path, level: str) -> dict[str, object]:
     record: dict[str, object] = orjson.loads((run / "coverage.json").read_bytes())["levels"][level]
@@ -75,6 +91,19 @@ def test_jax_backend_both_keeps_xla_and_iree_runs_of_one_stablehlo(tmp_path: Pat
         if entry["op"] == "func.call" and "layer_norm" in (entry["key"]["name"] or "")
     ]
     assert len(calls) == 2 and all(call["profile"]["total_ns"] > 0 for call in calls)
+
+
+def test_a_sharding_constraint_runs_under_iree(tmp_path: Path) -> None:
+    script = tmp_path / "sharded.py"
+    script.write_text(SHARDED, encoding="utf-8")
+    run = tmp_path / "run"
+    assert main(["capture", "jax", str(script), "-o", str(run), "--backend", "iree"]) == 0
+    # The IR level keeps the annotation as JAX wrote it; IREE ran the program without it.
+    assert "@Sharding" in (run / "ir" / "stablehlo.mlir").read_text(encoding="utf-8")
+    assert main(["annotate", str(run), "--level", "stablehlo"]) == 0
+    record = _coverage(run, "stablehlo")
+    assert record["attributed_ns"] == record["profiled_ns"]
+    assert isinstance(record["profiled_ns"], int) and record["profiled_ns"] > 0
 
 
 def test_torch_backend_iree_annotates_the_torch_level(tmp_path: Path) -> None:

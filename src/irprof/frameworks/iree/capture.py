@@ -29,6 +29,7 @@ from irprof.frameworks.iree.inputs import (
     source_level,
     write_inputs,
 )
+from irprof.frameworks.iree.shardings import drop_sharding_annotations
 from irprof.frameworks.iree.tools import compile_module, profile_module, profile_projection
 from irprof.mlir.context import make_context
 from irprof.mlir.load import load_module
@@ -113,6 +114,7 @@ def write_iree_bundle(
         shutil.copyfile(source, folder / "ir" / f"{level}.mlir")
         stamped = work_dir / "stamped.mlir"
         stamp_origin(module.operation, level)
+        drop_sharding_annotations(module)  # after stamping: the ir/ level keeps them
         with stamped.open("w", encoding="utf-8") as handle:
             module.operation.print(file=handle, enable_debug_info=True)
 
