@@ -8,25 +8,33 @@ figures are worked out in each case from the rules in docs/views.md, "Per-step s
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
+import msgspec
 import pytest
 
+from irprof.analyses.annotated_level import load_annotated_level
 from irprof.analyses.profiled_ops import ProfiledOp
 from irprof.analyses.step_stats import (
     StepSamples,
+    bundle_step_samples,
     load_step_samples,
     noise_verdict,
     parse_stat,
+    parse_time_basis,
     robust_cv,
     stat_estimate,
     step_outliers,
     step_spread,
     steps_needed,
 )
+from irprof.bundle import RunBundle
+from irprof.capture.sched_trace import SCHED_FILE, SchedRecord, ThreadSched
 from irprof.errors import UsageError
 from irprof.opprofile import ProfileData
 from irprof.trace.builder import TraceBuilder
 from irprof.trace.model import EventKind
+from tests.analyses.test_top_view_mutants import MATMUL, MATMUL_EVENTS_US, bundle_with_steps
 
 
 def test_noise_verdict_reports_every_figure_it_read() -> None:
@@ -123,3 +131,42 @@ def test_two_steps_are_enough_for_per_step_samples() -> None:
     assert load_step_samples(builder.build(), [op], 2) == StepSamples(
         {0: (7, 9)}, 2, "step-markers", {0: (7 + 9) / 2}
     )
+
+
+def test_the_time_basis_is_one_of_two_names() -> None:
+    assert parse_time_basis("oncpu") == "oncpu"
+    assert parse_time_basis("wall") == "wall"
+    with pytest.raises(UsageError) as caught:
+        parse_time_basis("cpu")
+    assert str(caught.value) == "--time 'cpu': expected one of oncpu|wall"
+
+
+def test_a_bundles_samples_take_out_the_waits_for_a_cpu(tmp_path: Path) -> None:
+    """The MatMul runs two events per step (`test_top_view_mutants`); its thread waits for a CPU
+    from 5 to 9 us, inside step 0's second event (3 to 13 us). On-CPU samples (the default)
+    take those 4 us out of step 0; wall-time samples keep them. Both are scaled to the op's
+    attributed 2 ms by its 24 us traced."""
+    us = 1_000
+    bundle = bundle_with_steps(tmp_path / "run")
+    thread = ThreadSched(2, "python", [0, 5 * us, 9 * us, 10_000 * us], [5 * us, 9 * us])
+    record = SchedRecord(1, "CLOCK_REALTIME ns", 0, 0, 0, [thread])
+    (bundle.root / SCHED_FILE).write_bytes(msgspec.json.encode(record))
+    bundle = RunBundle(bundle.root)
+    ops = load_annotated_level(bundle).profiled.ops
+    index = next(op.index for op in ops if op.runtime_name == MATMUL)
+    traced_us = sum(map(sum, MATMUL_EVENTS_US))
+    wall_us = [sum(durations) for durations in MATMUL_EVENTS_US]
+    oncpu_us = [wall_us[0] - 4, *wall_us[1:]]
+
+    def scaled(values_us: list[int]) -> tuple[int, ...]:
+        return tuple(round(value * 2_000_000 / traced_us) for value in values_us)
+
+    oncpu = bundle_step_samples(bundle, ops)
+    assert (oncpu.steps, oncpu.method) == (3, "step-markers")
+    assert oncpu.values[index] == scaled(oncpu_us) == (583_333, 916_667, 166_667)
+    assert oncpu.preemption is not None
+    # The 3 step markers and 6 MatMul events all ran on the recorded thread.
+    assert oncpu.oncpu_note.endswith("9 of 9 events on threads the scheduler record matched")
+    wall = bundle_step_samples(bundle, ops, "wall")
+    assert wall.values[index] == scaled(wall_us)
+    assert wall.preemption is None and wall.oncpu_note == ""

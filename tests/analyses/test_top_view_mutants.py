@@ -11,12 +11,16 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shutil
 import statistics
 from pathlib import Path
+
+import msgspec
 
 from irprof.analyses.machine_peaks import MachinePeaks
 from irprof.analyses.top_view import load_top_view
 from irprof.bundle import RunBundle
+from irprof.capture.sched_trace import SCHED_FILE, SchedRecord, ThreadSched
 from irprof.mlir.context import make_context
 from irprof.mlir.load import parse_module, write_module
 from irprof.mlir.op_index import derive_op_infos
@@ -119,3 +123,61 @@ def test_an_estimated_share_stays_marked_with_its_group_unless_expanded(tmp_path
     assert {row.key: row.estimated_ns for row in collapsed.rows}[MATMUL] == 2_000_000
     expanded = load_top_view(RunBundle(bundle.root), expand_groups=True).table
     assert {row.key: row.group for row in expanded.rows}[MATMUL] == ""
+
+
+def test_the_options_given_reach_the_table(tmp_path: Path) -> None:
+    """Every option `load_top_view` takes reaches the ranking: the level and grouping asked
+    for, the statistic, the row limit, the profiled total of the level (not of the rows kept),
+    the noise record of the manifest and, without a scheduler record, no on-CPU note."""
+    bundle = bundle_with_steps(tmp_path / "run")
+    noise = {"load_1m_before": 3.5, "load_1m_after": 1.0, "cpus": 2, "steal_share": 0.125}
+    manifest = bundle.manifest()
+    options = {**manifest.options, "noise": noise}
+    bundle.write_manifest(dataclasses.replace(manifest, options=options))
+    view = load_top_view(RunBundle(bundle.root), level="tf", limit=1, time="wall")
+    table = view.table
+    every = load_top_view(RunBundle(bundle.root), level="tf", limit=None, time="wall").table
+    assert len(every.rows) > 1 and table.rows == every.rows[:1]
+    # The level's profiled time: every op of LAYERS and the 250 us no op holds (test_support),
+    # not only the row kept.
+    profiled = sum(ns for _, _, ns in LAYERS if ns is not None) + 250_000
+    assert table.profiled_ns == view.profiled.profiled_ns == profiled
+    assert table.noise is not None
+    assert (table.noise.load_1m, table.noise.cpus, table.noise.steal_share) == (3.5, 2, 0.125)
+    assert table.noise.warnings[0] == (
+        "load average 3.50 exceeded the 2 CPUs during capture: "
+        "other processes competed for the cores"
+    )
+    assert table.oncpu_note == ""
+    by_type = load_top_view(RunBundle(bundle.root), by="type").table
+    assert by_type.by == "type"
+    assert load_top_view(RunBundle(bundle.root), stat="min").table.stat == "min"
+
+
+def test_on_cpu_time_is_the_default_when_the_scheduler_was_recorded(tmp_path: Path) -> None:
+    """With a scheduler record (the MatMul's thread on a CPU throughout, never waiting), the
+    default ranks on-CPU time and says so in the note; `time="wall"` leaves the note out."""
+    bundle = bundle_with_steps(tmp_path / "run")
+    thread = ThreadSched(2, "python", [0, 10 * STEP_US * 1_000], [])
+    record = SchedRecord(1, "CLOCK_REALTIME ns", 0, 0, 0, [thread])
+    (bundle.root / SCHED_FILE).write_bytes(msgspec.json.encode(record))
+    oncpu = load_top_view(RunBundle(bundle.root)).table
+    assert oncpu.oncpu_note.startswith("on-CPU time: each event's waits for a CPU")
+    wall = load_top_view(RunBundle(bundle.root), time="wall").table
+    assert wall.oncpu_note == ""
+    # No waits: both rank the MatMul at its event-by-event median (see the first test).
+    assert {row.key: row.stat_ns for row in oncpu.rows}[MATMUL] == 500_000
+    assert {row.key: row.stat_ns for row in wall.rows}[MATMUL] == 500_000
+
+
+def test_the_level_asked_for_is_loaded_not_the_first(tmp_path: Path) -> None:
+    """A bundle annotated at two levels ("hlo" first): the default is the first, and
+    `level="tf"` loads tf's module."""
+    bundle = make_bundle(tmp_path / "run")
+    shutil.copy(bundle.annotated_path("tf"), bundle.annotated_path("hlo"))
+    manifest = bundle.manifest()
+    bundle.write_manifest(dataclasses.replace(manifest, ir_levels=("hlo", "tf")))
+    assert load_top_view(RunBundle(bundle.root)).level == "hlo"
+    view = load_top_view(RunBundle(bundle.root), level="tf")
+    assert view.level == "tf"
+    assert view.profiled.path.endswith("annotated/tf.mlir")

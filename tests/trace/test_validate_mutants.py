@@ -137,3 +137,13 @@ def test_python_ints_numpy_would_store_as_floats_or_objects() -> None:
     assert error_of(lambda: int_column(FILE, "ts", [True, False])) == (
         f"{FILE} at field 'ts': values are not integers (stored as bool): row 0 holds 'True'"
     )
+
+
+def test_an_int64_column_is_returned_without_a_copy() -> None:
+    """A saved trace's time columns hold one value per event (millions): an int64 column, as
+    Parquet and numpy give it, becomes the trace's column as it is, not a copy through Python
+    ints."""
+    column = np.asarray([5, -LIMIT, LIMIT - 1], dtype=np.int64)
+    checked = int_column(FILE, "ts", column)
+    assert checked.dtype == np.int64 and checked.tolist() == [5, -LIMIT, LIMIT - 1]
+    assert np.shares_memory(checked, column)
