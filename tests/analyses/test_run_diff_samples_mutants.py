@@ -189,3 +189,33 @@ def test_one_sample_says_nothing_about_noise() -> None:
     a = [Samples("step-markers", (0, 10), 2)]
     assert interval(a, [Samples("profile-only", (50,), 1)], 0.9) is None
     assert interval([NO_SAMPLES], [NO_SAMPLES], 0.9) is None
+
+
+def test_combine_adds_the_typical_steps_and_one_unknown_makes_it_unknown() -> None:
+    a = Samples("occurrence", (4, 6), 2, 2.5)
+    b = Samples("occurrence", (1, 1), 2, 4.0)
+    assert combine([a, NO_SAMPLES, b]) == (Samples("occurrence", (5, 7), 2, 6.5),)
+    unknown = Samples("occurrence", (1, 1), 2)
+    assert combine([a, unknown]) == (Samples("occurrence", (5, 7), 2, None),)
+
+
+def test_a_shared_kernel_scales_the_typical_step_by_the_ops_share() -> None:
+    # Two steps without markers, the op's total half of its kernel's 10 + 30 ns.
+    op = profiled(("k",), 20)
+    found = samples_of([], [("k", 0, 10), ("k", 100, 30)], op, 2)
+    # Samples of 5 and 15; the typical step is half the median of 10 and 30.
+    assert found == Samples("occurrence", (5, 15), 2, 10.0)
+
+
+def test_a_one_nanosecond_total_is_a_share_of_the_steps_events_only() -> None:
+    steps = [(100, 100), (300, 100)]
+    kernels = [("k", 0, 80), ("k", 110, 10), ("k", 310, 10)]  # 80 ns before the steps
+    found = samples_of(steps, kernels, profiled(("k",), 1), 2)
+    # 1 ns of the 20 inside the steps: each step's 10 ns times 1/20.
+    assert found == Samples("step-markers", (round(0.5), round(0.5)), 2, 0.5)
+
+
+def test_a_total_of_zero_with_no_event_inside_the_steps() -> None:
+    steps = [(100, 100), (300, 100)]
+    found = samples_of(steps, [("k", 0, 80)], profiled(("k",), 0), 2)
+    assert found == Samples("step-markers", (0, 0), 2, 0.0)
