@@ -1,5 +1,5 @@
 """Hotspot tables on ops built in code: the caption, estimated shares of groups, per-step
-fields and the statistic each row is ranked by.
+fields, the statistic each row is ranked by, and rows of one name told apart by their arguments.
 
 Written from the mutants of `analyses/hotspots.py`. Every figure is worked out in the test from
 the op times and per-step samples it gives.
@@ -217,3 +217,41 @@ def test_every_unsampled_op_of_a_row_adds_its_total_wherever_it_comes() -> None:
     (row,) = hotspots(ops, by="scope", samples=samples, stat="median").rows
     assert row.stat_ns == statistics.median(samples[2]) * 3 + 1_000 + 2_000 == 9_000
     assert row.step_ns == tuple(samples[2])
+
+
+def test_rows_of_one_name_are_told_apart_by_the_arguments_only_they_read() -> None:
+    # `X` and the two pytree paths are read by one dot_general each; `x` by both; the adds
+    # read only what the other add reads, and the sub's name is its own.
+    query = "state['attn']['query']['kernel'].value"
+    ops = [
+        replace(op(0, "stablehlo.subtract", "jit(f)/sub", 900), inputs=("X",)),
+        replace(op(1, "stablehlo.dot_general", "jit(f)/dot", 800), inputs=(query, "x", "x", "X")),
+        replace(op(2, "stablehlo.dot_general", "jit(f)/dot", 700), inputs=("['w']", "x")),
+        replace(op(3, "stablehlo.add", "jit(f)/add", 600), inputs=("a", "b")),
+        replace(op(4, "stablehlo.add", "jit(f)/add", 500), inputs=("b", "a")),
+    ]
+    keys = {row.op_index: row.key for row in hotspots(ops).rows}
+    assert keys == {
+        0: "jit(f)/sub",
+        1: "jit(f)/dot [state.attn.query.kernel.value, X]",
+        2: "jit(f)/dot [w]",
+        3: "jit(f)/add",
+        4: "jit(f)/add",
+    }
+
+
+def test_a_rows_kinds_are_ordered_by_their_summed_time() -> None:
+    # Two muls of 300 ns (600 ns) outweigh one add of 500 ns, though "add" sorts first.
+    ops = [
+        op(0, "mul", "blk/a", 300, scope="blk"),
+        op(1, "add", "blk/b", 500, scope="blk"),
+        op(2, "mul", "blk/c", 300, scope="blk"),
+    ]
+    (row,) = hotspots(ops, by="scope").rows
+    assert (row.key, row.op_name, row.total_ns) == ("blk", "mul, add", 1_100)
+
+
+def test_an_op_alone_in_its_event_group_is_a_plain_row() -> None:
+    # A group of one op is measured, not estimated: no group row, no estimated time.
+    (row,) = hotspots([op(0, "tf.MatMul", "net/mm", 700, group="net/mm", group_size=1)]).rows
+    assert (row.key, row.group, row.estimated_ns, row.total_ns) == ("net/mm", "", 0, 700)
