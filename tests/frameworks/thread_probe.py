@@ -26,8 +26,14 @@ HARNESS = textwrap.dedent(
 
     run_once()  # compile and warm up outside the count
     before = cpu_ticks()
-    for _ in range(10):
+    # Enough CPU time that a thread's share is measured in many ticks (100 per second): a
+    # fixed count of runs gave ~10 ticks on a fast machine, where the Python thread's
+    # dispatching alone reached the threshold.
+    start = sum(os.times()[:2])
+    runs = 0
+    while runs < 10 or sum(os.times()[:2]) - start < 2.0:
         run_once()
+        runs += 1
     after = cpu_ticks()
     print(json.dumps([after[t] - before.get(t, 0) for t in after]))
     """
