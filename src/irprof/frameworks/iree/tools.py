@@ -7,7 +7,10 @@ reported with its own diagnostic and the input it was given.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import shutil
+import signal
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -40,15 +43,42 @@ def tool_path(name: str) -> Path:
     return Path(found)
 
 
+def run_bounded(command: Sequence[str], *, timeout_s: float) -> subprocess.CompletedProcess[str]:
+    """Run `command` to completion, capturing its text output, in a process group of its own.
+
+    IREE's console scripts are Python wrappers that start the real binary as a child: killing
+    only the wrapper on a timeout (what `subprocess.run` does) left the compiler running. Here a
+    timeout, or an interrupt of irprof itself, kills the whole group; TimeoutExpired is raised
+    as `subprocess.run` would."""
+    process = subprocess.Popen(
+        list(command),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        stdout, stderr = process.communicate(timeout=timeout_s)
+    except BaseException:
+        kill_group(process)
+        raise
+    return subprocess.CompletedProcess(list(command), process.returncode, stdout, stderr)
+
+
+def kill_group(process: subprocess.Popen[str]) -> None:
+    """SIGKILL the process group `process` leads, then reap it."""
+    with contextlib.suppress(ProcessLookupError):  # the group is gone already
+        os.killpg(process.pid, signal.SIGKILL)
+    process.communicate()
+
+
 def run_tool(
     name: str, arguments: Sequence[str], *, subject: str | Path, what: str, timeout_s: float
 ) -> str:
     """Run an IREE tool; on failure raise CaptureError naming `subject` with IREE's diagnostic."""
     command = [str(tool_path(name)), *arguments]
     try:
-        completed = subprocess.run(
-            command, capture_output=True, text=True, timeout=timeout_s, check=False
-        )
+        completed = run_bounded(command, timeout_s=timeout_s)
     except subprocess.TimeoutExpired as exc:
         raise CaptureError(
             f"{subject}: {name} ({what}) did not finish in {timeout_s:.0f} s"

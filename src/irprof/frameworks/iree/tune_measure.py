@@ -23,6 +23,7 @@ from irprof.frameworks.iree.tools import (
     COMPILE_FLAGS,
     profile_module,
     profile_projection,
+    run_bounded,
     run_tool,
     tool_path,
 )
@@ -65,13 +66,7 @@ def compile_variant(
         (out / "spec.mlir").write_text(spec, encoding="utf-8")
         arguments.append(f"--iree-codegen-tuning-spec-path={out / 'spec.mlir'}")
     try:
-        completed = subprocess.run(
-            [str(tool_path("iree-compile")), *arguments],
-            capture_output=True,
-            text=True,
-            timeout=timeout_s,
-            check=False,
-        )
+        completed = run_bounded([str(tool_path("iree-compile")), *arguments], timeout_s=timeout_s)
     except subprocess.TimeoutExpired:
         return Build(label, tuple(flags), spec, None, None, error=f"timed out after {timeout_s} s")
     if completed.returncode != 0:
@@ -151,7 +146,10 @@ def bench_module(vmfb: Path, *, function: str, inputs: Sequence[str], runs: int)
         "--benchmark_format=json",
         "--benchmark_enable_random_interleaving=false",
     ]
-    completed = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
+    try:
+        completed = run_bounded(command, timeout_s=600.0)
+    except subprocess.TimeoutExpired as exc:
+        raise CaptureError(f"{vmfb}: iree-benchmark-module did not finish in 600 s") from exc
     if completed.returncode != 0:
         raise CaptureError(f"{vmfb}: iree-benchmark-module failed: {completed.stderr[-2000:]}")
     data = orjson.loads(completed.stdout)
