@@ -14,6 +14,7 @@ import pytest
 from iree.compiler import ir
 
 from irprof.api import annotate, opt, tune
+from irprof.frameworks.iree import tune_measure
 from irprof.frameworks.iree.capture import IreeCaptureOptions, capture_iree
 from irprof.frameworks.iree.tune import TuneOptions, TuneResult, compile_tuned
 from irprof.frameworks.iree.tune_measure import compile_variant
@@ -43,6 +44,13 @@ ROOT_LINE = re.compile(
 def tuned(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, TuneResult]:
     """The model captured, annotated and tuned once (hottest dispatch, no global flags; a
     negative margin keeps the fastest measured candidate so a choice is always made)."""
+    with pytest.MonkeyPatch.context() as patch:
+        # This model's candidates compile in seconds; a compiler hang is cut at 3 minutes.
+        patch.setattr(tune_measure, "COMPILE_TIMEOUT_S", 180.0)
+        return tune_once(tmp_path_factory)
+
+
+def tune_once(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, TuneResult]:
     folder = tmp_path_factory.mktemp("tune")
     model = folder / "model.mlir"
     model.write_text(MODEL)

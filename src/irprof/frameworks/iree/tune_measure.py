@@ -33,6 +33,9 @@ from irprof.frameworks.iree.tools import (
 RTOL = 1e-4
 ATOL = 1e-5
 PARALLEL_JOBS = 2
+# A candidate's compile that takes longer is recorded as timed out (IREE's compiler has been
+# seen to hang, threads waiting and no CPU used, on a configuration it otherwise accepts).
+COMPILE_TIMEOUT_S = 600.0
 
 
 @dataclass(frozen=True)
@@ -54,7 +57,7 @@ def compile_variant(
     *,
     flags: Sequence[str] = (),
     spec: str = "",
-    timeout_s: float = 600.0,
+    timeout_s: float | None = None,
 ) -> Build:
     """`iree-compile source` with `flags` and the tuning `spec` (when given) into `folder/label`,
     dumping each executable's configuration; a failure is returned with IREE's diagnostic."""
@@ -65,10 +68,11 @@ def compile_variant(
     if spec:
         (out / "spec.mlir").write_text(spec, encoding="utf-8")
         arguments.append(f"--iree-codegen-tuning-spec-path={out / 'spec.mlir'}")
+    limit = COMPILE_TIMEOUT_S if timeout_s is None else timeout_s
     try:
-        completed = run_bounded([str(tool_path("iree-compile")), *arguments], timeout_s=timeout_s)
+        completed = run_bounded([str(tool_path("iree-compile")), *arguments], timeout_s=limit)
     except subprocess.TimeoutExpired:
-        return Build(label, tuple(flags), spec, None, None, error=f"timed out after {timeout_s} s")
+        return Build(label, tuple(flags), spec, None, None, error=f"timed out after {limit} s")
     if completed.returncode != 0:
         # IREE's first error names the op and the reason; the notes after it dump whole IR.
         lines = completed.stderr.replace(f"{out}/", "").splitlines()
