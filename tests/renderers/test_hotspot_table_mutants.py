@@ -177,6 +177,23 @@ def test_editor_locations() -> None:
     assert editor_location(other, called, "") == "lib.py:3:1"
 
 
+def test_an_editor_location_in_a_folder_whose_name_holds_a_colon() -> None:
+    """The line and column are the last two fields: a path such as `C:/...` or `runs:v2/...`
+    keeps its colon, and the script is still recognised by its file name."""
+    with make_context():
+        module = profiled_ops_of(
+            ir.Module.parse(
+                """func.func @f(%x: f32) -> f32 {
+                  %0 = arith.addf %x, %x : f32 loc("/tmp/runs:v2/model.py":12:5)
+                  return %0 : f32
+                }"""
+            )
+        )
+    add = index_of(module, "arith.addf")
+    assert editor_location(module, add, "model.py") == "model.py:12:5"
+    assert editor_location(module, add, "other.py") == "/tmp/runs:v2/model.py:12:5"
+
+
 def cells(line: str) -> list[str]:
     """The cells of one printed row."""
     return [cell.strip() for cell in line.strip().strip("│┃").replace("┃", "│").split("│")]
