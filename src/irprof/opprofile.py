@@ -84,6 +84,10 @@ class ProfileData:
     group_total_ns: int = 0
     group_size: int = 0
     share_basis: str = ""
+    # The starts of the op's own events, when the names in `kernels` also ran other ops (torch's
+    # `aten::linear` of every linear layer): what picks the op's events out of the trace for
+    # per-step samples. Empty when every event of those names is the op's. Not written to IR.
+    event_ts: tuple[int, ...] = ()
 
     @property
     def estimated(self) -> bool:
@@ -98,6 +102,10 @@ class ProfileData:
         if not self.group:
             for name in ("group", "group_total_ns", "group_size", "share_basis"):
                 del out[name]
+        if self.event_ts:
+            out["event_ts"] = list(self.event_ts)
+        else:
+            del out["event_ts"]
         return out
 
     @staticmethod
@@ -118,6 +126,7 @@ class ProfileData:
             group_total_ns=int(obj.get("group_total_ns", 0)),
             group_size=int(obj.get("group_size", 0)),
             share_basis=str(obj.get("share_basis", "")),
+            event_ts=tuple(int(ts) for ts in obj.get("event_ts", ())),
         )
 
     @staticmethod
@@ -129,6 +138,7 @@ class ProfileData:
         kernels: Iterable[str] = (),
         fused_with: Iterable[str] = (),
         source: str = "",
+        event_ts: Iterable[int] = (),
     ) -> ProfileData:
         """Aggregate event durations (already shared out for fused kernels) into one record."""
         durs = [int(d) for d in durations_ns]
@@ -146,6 +156,7 @@ class ProfileData:
             kernels=tuple(dict.fromkeys(kernels)),
             fused_with=tuple(dict.fromkeys(fused_with)),
             source=source,
+            event_ts=tuple(sorted(int(ts) for ts in event_ts)),
         )
 
 
@@ -274,6 +285,7 @@ class _ProfileSchema(msgspec.Struct, forbid_unknown_fields=True):
     group_total_ns: _Count = 0
     group_size: _Count = 0
     share_basis: str = ""
+    event_ts: list[_Int64] = []
 
     def to_data(self) -> ProfileData:
         return ProfileData(
@@ -291,6 +303,7 @@ class _ProfileSchema(msgspec.Struct, forbid_unknown_fields=True):
             group_total_ns=self.group_total_ns,
             group_size=self.group_size,
             share_basis=self.share_basis,
+            event_ts=tuple(self.event_ts),
         )
 
 

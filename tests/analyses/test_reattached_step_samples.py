@@ -13,6 +13,7 @@ from __future__ import annotations
 import gzip
 import json
 import shutil
+from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from irprof.analyses.annotated_level import load_annotated_level
 from irprof.analyses.step_stats import bundle_step_samples
 from irprof.annotation import annotate_bundle
 from irprof.bundle import RunBundle
+from irprof.opprofile import ProfileData
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "torch" / "attention_timed"
 
@@ -41,26 +43,62 @@ def ns(value: float | int | str) -> int:
 
 
 def raw_events(bundle: RunBundle) -> tuple[list[tuple[int, int]], dict[str, list[tuple[int, int]]]]:
-    """Step windows and complete events by name, in ns, from the trace's JSON."""
+    """Step windows and complete events by name, in ns since the epoch (Kineto's `ts` are
+    microseconds after `baseTimeNanoseconds`), from the trace's JSON."""
     with gzip.open(bundle.root / "trace" / "torch.pt.trace.json.gz") as handle:
-        events = json.load(handle)["traceEvents"]
+        document = json.load(handle)
+    base, events = int(document["baseTimeNanoseconds"]), document["traceEvents"]
     windows: list[tuple[int, int]] = []
     by_name: dict[str, list[tuple[int, int]]] = {}
     for event in events:
         if event.get("ph") != "X":
             continue
-        start, end = ns(event["ts"]), ns(event["ts"]) + ns(event.get("dur", 0))
+        start = base + ns(event["ts"])
+        end = start + ns(event.get("dur", 0))
         if str(event["name"]).startswith("ProfilerStep#"):
             windows.append((start, end))
         by_name.setdefault(event["name"], []).append((start, end - start))
     return sorted(windows), by_name
 
 
-def test_linalg_ops_have_the_steps_of_their_torch_ops_events(bundle: RunBundle) -> None:
+def expected_steps(bundle: RunBundle) -> Callable[[ProfileData], list[float]]:
+    """The per-step samples a linalg op's profile should get, worked out from the raw JSON:
+    the events of its torch ops (through their origins), in each step window, times the op's
+    share of them."""
     windows, by_name = raw_events(bundle)
     assert len(windows) == 2
     upper = json.loads((bundle.root / "opprofile.torch.json").read_text())
     kernels_of = {e["key"]["origin"]: e["profile"]["kernels"] for e in upper["entries"]}
+    # Where an event name ran several torch ops (`aten::linear` of every linear layer), the
+    # torch level lists the starts of each op's own events; the op's samples are of those.
+    starts_of = {e["key"]["origin"]: e["profile"].get("event_ts", []) for e in upper["entries"]}
+    shared = [starts for starts in starts_of.values() if starts]
+    assert shared and all(len(starts) == len(windows) for starts in shared), "one per step"
+
+    def expected(profile: ProfileData) -> list[float]:
+        origins = [label.rsplit(" ", 1)[-1] for label in profile.kernels]
+        names = {name for origin in origins for name in kernels_of[origin]}
+        # (only when every torch op of the linalg op has them: one without would lose its events)
+        listed = all(starts_of[origin] for origin in origins)
+        own = {start for origin in origins for start in starts_of[origin]} if listed else set()
+        events = [
+            (start, dur)
+            for name in names
+            for start, dur in by_name[name]
+            if not own or start in own
+        ]
+        per_step = [
+            sum(dur for start, dur in events if begin <= start < end) for begin, end in windows
+        ]
+        everything = sum(dur for _, dur in events)
+        basis = sum(per_step) if profile.total_ns <= sum(per_step) else everything
+        return [value * profile.total_ns / basis for value in per_step]
+
+    return expected
+
+
+def test_linalg_ops_have_the_steps_of_their_torch_ops_events(bundle: RunBundle) -> None:
+    expected = expected_steps(bundle)
     loaded = load_annotated_level(bundle, "linalg")
     samples = bundle_step_samples(bundle, loaded.profiled.ops, "wall")
     assert samples.method == "step-markers"
@@ -68,17 +106,8 @@ def test_linalg_ops_have_the_steps_of_their_torch_ops_events(bundle: RunBundle) 
     for op in loaded.profiled.ops:
         if op.profile is None or op.profile.total_ns == 0:
             continue
-        origins = [label.rsplit(" ", 1)[-1] for label in op.profile.kernels]
-        names = {name for origin in origins for name in kernels_of[origin]}
-        per_step = [
-            sum(dur for name in names for start, dur in by_name[name] if begin <= start < end)
-            for begin, end in windows
-        ]
-        everything = sum(dur for name in names for _, dur in by_name[name])
-        basis = sum(per_step) if op.profile.total_ns <= sum(per_step) else everything
-        expected = [value * op.profile.total_ns / basis for value in per_step]
         got = samples.values[op.index]
-        assert got == pytest.approx(expected, abs=1), (op.runtime_name, names)
+        assert got == pytest.approx(expected(op.profile), abs=1), op.runtime_name
         checked += 1
     assert checked >= 10, "the linalg level should hold measured ops"
 

@@ -434,36 +434,25 @@ def test_a_diff_side_reads_per_step_samples_from_the_trace(tmp_path: Path) -> No
 
 def test_a_diff_side_of_a_carried_down_level_reads_its_upper_ops_events(tmp_path: Path) -> None:
     """linalg ops of a torch run: each op's steps from the events its torch ops were measured by
-    (`origin_kernels`), worked out here from the raw Chrome JSON as in
+    (`measured_events`), worked out here from the raw Chrome JSON as in
     `test_reattached_step_samples.py`."""
     import shutil
 
     from irprof.annotation import annotate_bundle
-    from tests.analyses.test_reattached_step_samples import FIXTURE, raw_events
+    from tests.analyses.test_reattached_step_samples import FIXTURE, expected_steps
 
     shutil.copytree(FIXTURE, tmp_path / "run")
     bundle = RunBundle(tmp_path / "run")
     annotate_bundle(bundle, "torch")
     annotate_bundle(bundle, "linalg")
-    windows, by_name = raw_events(bundle)
-    upper = json.loads((bundle.root / "opprofile.torch.json").read_text())
-    kernels_of = {e["key"]["origin"]: e["profile"]["kernels"] for e in upper["entries"]}
+    expected = expected_steps(bundle)
     side_b = load_diff_side(bundle, "linalg", "B")
     checked = 0
     for each in side_b.profiled.ops:
         if each.profile is None or each.profile.total_ns == 0:
             continue
-        origins = [label.rsplit(" ", 1)[-1] for label in each.profile.kernels]
-        names = {name for origin in origins for name in kernels_of[origin]}
-        per_step = [
-            sum(dur for name in names for start, dur in by_name[name] if begin <= start < end)
-            for begin, end in windows
-        ]
-        everything = sum(dur for name in names for _, dur in by_name[name])
-        basis = sum(per_step) if each.profile.total_ns <= sum(per_step) else everything
-        expected = [value * each.profile.total_ns / basis for value in per_step]
         found = side_b.samples[each.index]
         assert found.method == "step-markers"
-        assert found.values == pytest.approx(expected, abs=1), each.runtime_name
+        assert found.values == pytest.approx(expected(each.profile), abs=1), each.runtime_name
         checked += 1
     assert checked >= 10

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from irprof.analyses.profiled_ops import ProfiledOp
@@ -226,3 +228,51 @@ def test_the_typical_step_of_a_shared_kernel_is_scaled_by_the_ops_share() -> Non
     rows = [[30, 50], [10, 70], [20, 60]]
     samples, _ = run_samples(_loop_trace(rows), [profiled(0, ("body",), 60)], steps=3)
     assert samples[0].typical_ns == pytest.approx((20 + 60) * 60 / 240)
+
+
+def own(op: ProfiledOp, starts: tuple[int, ...], count: int) -> ProfiledOp:
+    """`op` with the starts of its own events, as the correlator lists them for shared names."""
+    assert op.profile is not None
+    profile = replace(op.profile, event_ts=starts, count=count)
+    return replace(op, profile=profile)
+
+
+def test_ops_of_one_event_name_are_sampled_from_their_own_events() -> None:
+    """Three steps, two linear layers whose events are both `aten::linear`; the second layer's
+    event stalls in step 2. Each layer's samples are its own events: the stall is in one step
+    of one layer, and the other layer's steps are untouched."""
+    steps = [(1000, 1000), (2000, 1000), (3000, 1000)]
+    first = [(1010, 10), (2010, 11), (3010, 12)]
+    second = [(1030, 20), (2030, 900), (3030, 21)]
+    trace = trace_of(
+        [("ProfilerStep#1", s, d, EventKind.STEP) for s, d in steps]
+        + [("aten::linear", s, d, KERNEL) for s, d in first + second]
+    )
+    ops = [
+        own(profiled(0, ("aten::linear",), sum(d for _, d in first)), (1010, 2010, 3010), 3),
+        own(profiled(1, ("aten::linear",), sum(d for _, d in second)), (1030, 2030, 3030), 3),
+    ]
+    samples, _ = run_samples(trace, ops, steps=3)
+    assert samples[0].values == (10, 11, 12)
+    assert samples[1].values == (20, 900, 21)
+    # By name alone (no starts) each layer got its share of every linear event of a step.
+    smeared, _ = run_samples(trace, [profiled(0, ("aten::linear",), 33)], steps=3)
+    assert smeared[0].values != (10, 11, 12)
+
+
+def test_own_events_at_a_shared_start_are_all_taken() -> None:
+    """Two events of the name starting at the same ns (two threads): a listed start takes both;
+    a start that is not in the trace takes nothing."""
+    trace = trace_of(
+        [
+            ("step", 0, 100, EventKind.STEP),
+            ("step", 100, 100, EventKind.STEP),
+            ("k", 10, 5, KERNEL),
+            ("k", 10, 7, KERNEL),
+            ("k", 50, 40, KERNEL),
+            ("k", 110, 6, KERNEL),
+            ("k", 150, 40, KERNEL),
+        ]
+    )
+    samples, _ = run_samples(trace, [own(profiled(0, ("k",), 18), (10, 110, 999), 3)], steps=2)
+    assert samples[0].values == (12, 6)

@@ -25,6 +25,7 @@ MATMUL = OpProfileEntry(
     ProfileData(
         count=3, total_ns=900, mean_ns=300, min_ns=200, max_ns=400, first_ts_ns=10,
         fraction=0.75, kernels=("gemm", "gemm2"), fused_with=("bias",), source="xplane:x",
+        event_ts=(10, 2**62),
     ),
     op_name="tf.MatMul",
     location="m.py:3:1",
@@ -101,12 +102,15 @@ def test_opprofile_columns_have_their_sql_types(tmp_path: Path) -> None:
     bundle_views(connection, bundle)
     table: pa.Table = connection.sql("SELECT * FROM opprofile").to_arrow_table()
     types = {field.name: field.type for field in table.schema}
-    sql_type = {"int": pa.int64(), "float": pa.float64(), "str": pa.string(), "bool": pa.bool_()}
+    sql_type = {"int": pa.int64(), "float": pa.float64(), "str": pa.string(), "bool": pa.bool_(),
+                "tuple[int, ...]": pa.list_(pa.int64())}  # fmt: skip
     for field in dataclasses.fields(ProfileData):
         annotation = str(field.type)
         assert types[field.name] == sql_type.get(annotation, pa.list_(pa.string())), field.name
     assert types["count"] == pa.int64() and types["fraction"] == pa.float64()
     assert types["kernels"] == pa.list_(pa.string()) and types["source"] == pa.string()
+    assert types["event_ts"] == pa.list_(pa.int64())
+    assert connection.sql("SELECT event_ts FROM opprofile").fetchall() == [([10, 2**62],), ([],)]
     assert types["key_ordinal"] == pa.int64() and types["estimated"] == pa.bool_()
     for name in ("level", "framework", "op", "location", "key_name", "key_source", "key_origin"):
         assert types[name] == pa.string(), name

@@ -15,10 +15,13 @@ import pytest
 
 from irprof.analyses.profiled_ops import ProfiledModule, ProfiledOp
 from irprof.analyses.trace_export import (
+    MeasuredEvents,
     OpRef,
     TraceExport,
     load_trace_export,
+    measured_events,
     origin_kernels,
+    reattached_origin,
     with_trace_kernels,
 )
 from irprof.bundle import RunBundle
@@ -111,7 +114,9 @@ def test_with_trace_kernels_swaps_in_the_origins_event_names() -> None:
     unknown = op(3, profile(("torch.aten.mm torch#1", "x torch#9"), "reattach:torch#1"))
     empty = op(4, profile((), "reattach:torch#1"))
     bare = op(5, profile(("torch#3",), "reattach:torch#3"))
-    result = with_trace_kernels([plain, none, both, unknown, empty, bare], kernels_of)
+    result = with_trace_kernels(
+        [plain, none, both, unknown, empty, bare], MeasuredEvents(kernels_of, {}, {})
+    )
     assert result[:2] == [plain, none]
     # Each origin's names in order, a name two origins share once.
     assert both.profile is not None and bare.profile is not None
@@ -238,3 +243,67 @@ def test_a_profile_file_that_is_not_the_bundle_s_own_is_named(
     (root / "opprofile.torch.json").symlink_to(outside)
     with pytest.raises(BundleError, match="torch profile"):
         origin_kernels(RunBundle(root))
+
+
+def timed(kernels: tuple[str, ...], first: int, count: int, source: str = "trace") -> ProfileData:
+    return dataclasses.replace(profile(kernels, source), first_ts_ns=first, count=count)
+
+
+def test_an_op_gets_the_starts_of_its_own_events_from_what_the_ir_keeps_of_its_profile() -> None:
+    """The IR does not hold `event_ts`: an op finds its starts by (first start, names, count);
+    a reattached op by its origin, and only when every origin lists them."""
+    key_a, key_b = (10, ("aten::linear",), 2), (30, ("aten::linear",), 2)
+    measured = MeasuredEvents(
+        kernels={"torch#1": ("aten::linear",), "torch#2": ("aten::relu",), "torch#3": ("c",)},
+        starts={"torch#1": (10, 50), "torch#2": (12, 52)},
+        by_profile={key_a: (10, 50), key_b: None},  # None: two entries, different events
+    )
+    a = op(0, timed(("aten::linear",), 10, 2))
+    ambiguous = op(1, timed(("aten::linear",), 30, 2))
+    other_count = op(2, timed(("aten::linear",), 10, 3))
+    both = op(3, timed(("x torch#1", "y torch#2"), 0, 2, "reattach:torch#1"))
+    mixed = op(4, timed(("x torch#1", "z torch#3"), 0, 2, "reattach:torch#1"))
+    found = with_trace_kernels([a, ambiguous, other_count, both, mixed], measured)
+    starts = [item.profile.event_ts for item in found if item.profile is not None]
+    assert starts == [(10, 50), (), (), (10, 12, 50, 52), ()]
+    assert found[1] is ambiguous and found[2] is other_count
+    assert found[4].profile is not None and found[4].profile.kernels == ("aten::linear", "c")
+
+
+def test_the_origin_of_a_reattached_profile_drops_the_split_note() -> None:
+    assert reattached_origin(profile((), "reattach:torch#7")) == "torch#7"
+    assert reattached_origin(profile((), "reattach:torch#7 split 1/2")) == "torch#7"
+    refs = export((), {"torch#7": ("k",)})
+    assert refs.event_names(profile(("own",), "reattach:torch#7 split 2/2")) == ("k",)
+
+
+def test_refs_of_a_shared_name_are_joined_to_their_own_events_only() -> None:
+    ref = OpRef("torch", 0, "n", "torch.op0", "m.py:1:1", "forward", starts=frozenset({10, 50}))
+    assert ref.ran(10) and ref.ran(50) and not ref.ran(30)
+    assert OpRef("torch", 1, "n", "torch.op1", "m.py:1:1", "forward").ran(30)  # no starts: all
+
+
+def test_measured_events_read_the_starts_from_the_saved_profiles(
+    torch_run: Path, tmp_path: Path
+) -> None:
+    """From the JSON, read here: each torch entry with `event_ts` is found by its origin and by
+    (first start, names, count); two entries with one key but different starts by neither key."""
+    document = json.loads((torch_run / "opprofile.torch.json").read_text())
+    listed = [e for e in document["entries"] if e["profile"].get("event_ts")]
+    assert len(listed) >= 2, "the CNN runs several ops under one aten name"
+    measured = measured_events(RunBundle(torch_run))
+    for entry in listed:
+        data = entry["profile"]
+        key = (data["first_ts_ns"], tuple(data["kernels"]), data["count"])
+        assert measured.by_profile[key] == tuple(data["event_ts"])
+        assert measured.starts[entry["key"]["origin"]] == tuple(data["event_ts"])
+    root = tmp_path / "run"
+    shutil.copytree(torch_run, root)
+    twin = json.loads(json.dumps(listed[0]))
+    twin["key"]["origin"] = "torch#99999"
+    twin["profile"]["event_ts"] = [1, 2]
+    document["entries"].append(twin)
+    (root / "opprofile.torch.json").write_text(json.dumps(document))
+    first = listed[0]["profile"]
+    key = (first["first_ts_ns"], tuple(first["kernels"]), first["count"])
+    assert measured_events(RunBundle(root)).by_profile[key] is None

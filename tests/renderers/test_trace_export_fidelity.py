@@ -83,22 +83,31 @@ def test_linalg_level_exports_a_slice_per_event_of_its_torch_op(torch_bundle: Ru
     exported = chrome_trace(export)["traceEvents"]
     by_level = Counter(e["args"]["level"] for e in exported if e.get("cat") == "irprof.op")
     assert by_level["linalg"] > 0  # before: an "IR level linalg" track with no slices
-    # Independently: the linalg profile names its torch origins; the torch profile names the
-    # events of each origin; every such event in the trace gets one slice per linalg op.
+    # Independently: the linalg profile names its torch origin (`reattach:torch#7`, or
+    # `reattach:torch#7 split 1/2` for one of several linalg ops); the torch profile names the
+    # events of each origin (all events of its names, or where the names ran other ops too the
+    # starts of its own); each such event in the trace gets one slice per linalg op.
     torch_profile = json.loads((torch_bundle.root / "opprofile.torch.json").read_text())
     linalg_profile = json.loads((torch_bundle.root / "opprofile.linalg.json").read_text())
-    kernels_of = {
-        e["key"]["origin"]: e["profile"]["kernels"]
+    upper = {
+        e["key"]["origin"]: e["profile"]
         for e in torch_profile["entries"]
         if e.get("profile") and e["key"].get("origin")
     }
     names = Counter(export.trace.strings[i] for i in export.trace.name.tolist())
-    expected = sum(
-        names[kernel]
+
+    def events_of(origin: str) -> int:
+        profile = upper.get(origin)
+        if profile is None:
+            return 0
+        return len(profile.get("event_ts", [])) or sum(names[k] for k in profile["kernels"])
+
+    sources = [
+        e["profile"]["source"]
         for e in linalg_profile["entries"]
         if e.get("profile") and e["profile"]["source"].startswith("reattach:")
-        for kernel in kernels_of.get(e["profile"]["source"].removeprefix("reattach:"), ())
-    )
+    ]
+    expected = sum(events_of(s.removeprefix("reattach:").split(" ")[0]) for s in sources)
     assert by_level["linalg"] == expected
 
 
@@ -137,3 +146,23 @@ def test_perfetto_export_keeps_the_traces_flows(tf_bundle: RunBundle) -> None:
     op_links = sum(1 for i in export.trace.name.tolist() if export.trace.strings[i] in refs)
     assert len(export.trace.flows) > 0
     assert len(terminating) == op_links + len(export.trace.flows)
+
+
+def test_each_event_is_joined_to_the_ops_of_its_own_fx_node(torch_bundle: RunBundle) -> None:
+    """Torch names every layer's event by its aten op (each conv is `aten::conv2d`): an event is
+    joined to the torch ops of the one FX node it ran for (the node is the middle part of the
+    runtime name `module|node|target`), not to every op that lists its event name."""
+    exported = chrome_trace(load_trace_export(torch_bundle))["traceEvents"]
+    nodes_of_name: dict[str, set[str]] = {}
+    checked = 0
+    for event in exported:
+        refs = [ref for ref in event.get("args", {}).get("irprof", []) if ref["level"] == "torch"]
+        if not refs:
+            continue
+        nodes = {ref["name"].split("|")[1] for ref in refs}
+        assert len(nodes) == 1, (event["name"], event["ts"], sorted(nodes))
+        nodes_of_name.setdefault(event["name"], set()).update(nodes)
+        checked += 1
+    assert checked >= 10
+    # The property has teeth: some event names ran several nodes.
+    assert any(len(nodes) >= 2 for nodes in nodes_of_name.values())

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -271,12 +271,13 @@ def critical_path(
     dag: EventDag,
     *,
     step: int | None = None,
-    ops_by_event: Mapping[str, tuple[str, ...]] | None = None,
+    ops_by_event: Callable[[str, int], tuple[str, ...]] | None = None,
     trace: Trace | None = None,
 ) -> CriticalPath:
     """The critical path of step `step` (default: the longest step) of a causal DAG; given the
     `trace` the DAG was built from, it also follows the dependencies CUDA events and stream or
-    device synchronisations create (`irprof.analyses.cuda_sync`)."""
+    device synchronisations create (`irprof.analyses.cuda_sync`). `ops_by_event(name, ts_ns)`
+    names the IR ops of the event of that name starting then."""
     if dag.mode != "causal":
         raise UsageError("the critical path needs a causal DAG (--mode causal)")
     windows = dag_step_windows(dag)
@@ -309,7 +310,7 @@ def critical_path(
         if sync:
             sync_links.append((src // 2, dst // 2))
     path = list(dict.fromkeys(point // 2 for point in points if inside[point // 2]))
-    known = ops_by_event or {}
+    known = ops_by_event or (lambda name, ts_ns: ())
     events = tuple(
         PathEvent(
             node=node,
@@ -318,7 +319,7 @@ def critical_path(
             ts_ns=int(dag.ts_ns[node]),
             dur_ns=int(dag.dur_ns[node]),
             self_ns=work.get(node, 0),
-            ops=known.get(dag.node_name(node), ()),
+            ops=known(dag.node_name(node), int(dag.ts_ns[node])),
         )
         for node in path
     )

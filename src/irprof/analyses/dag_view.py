@@ -6,6 +6,7 @@ events was attributed to. See docs/views.md.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from irprof.analyses.critical_path import CriticalPath, critical_path
@@ -44,10 +45,14 @@ def dag_view(
     return DagView(event_dag, path)
 
 
-def _ops_by_event(bundle: RunBundle | None) -> dict[str, tuple[str, ...]]:
-    """Event name -> `level: op` of every annotated op it was attributed to ({} for a trace
-    that is not an annotated bundle's)."""
+def _ops_by_event(bundle: RunBundle | None) -> Callable[[str, int], tuple[str, ...]]:
+    """(event name, start) -> `level: op` of every annotated op the event was attributed to
+    (none for a trace that is not an annotated bundle's)."""
     if bundle is None or not bundle.annotated_levels():
-        return {}
+        return lambda name, ts_ns: ()
     refs = load_trace_export(bundle).ops_by_event_name()
-    return {name: tuple(f"{r.level}: {r.name}" for r in found) for name, found in refs.items()}
+
+    def ops_at(name: str, ts_ns: int) -> tuple[str, ...]:
+        return tuple(f"{r.level}: {r.name}" for r in refs.get(name, ()) if r.ran(ts_ns))
+
+    return ops_at

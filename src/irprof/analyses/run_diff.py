@@ -21,7 +21,7 @@ from irprof.analyses.run_diff_samples import (
     run_samples,
 )
 from irprof.analyses.table import Tabular, dataclass_rows, row_columns
-from irprof.analyses.trace_export import origin_kernels, with_trace_kernels
+from irprof.analyses.trace_export import measured_events, with_trace_kernels
 from irprof.bundle import RunBundle
 from irprof.errors import UsageError
 
@@ -314,7 +314,7 @@ def load_diff_side(
     the level when the caller has already loaded it)."""
     loaded = loaded or load_annotated_level(bundle, level)
     steps = bundle.manifest().steps
-    measured = with_trace_kernels(loaded.profiled.ops, origin_kernels(bundle))
+    measured = with_trace_kernels(loaded.profiled.ops, measured_events(bundle))
     samples, markers = run_samples(bundle.trace(), measured, steps)
     return DiffSide(
         label=label or str(bundle.root),

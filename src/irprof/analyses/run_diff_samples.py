@@ -78,6 +78,19 @@ def _kernel_events(
     return _KernelEvents(ts, dur, sampled)
 
 
+def _own_rows(ts: I64, starts: tuple[int, ...]) -> I64:
+    """Positions in one name's sorted starts `ts` of the events starting at `starts` (every
+    event at such a start), or every position when `starts` is empty."""
+    if not starts:
+        return np.arange(len(ts))
+    wanted = np.asarray(starts, dtype=np.int64)
+    first = np.searchsorted(ts, wanted, side="left")
+    last = np.searchsorted(ts, wanted, side="right")
+    if not len(wanted) or np.all(last - first <= 1):
+        return first[last > first]
+    return np.concatenate([np.arange(a, b) for a, b in zip(first, last, strict=True)])
+
+
 def _scaled(values: I64, ratio: float) -> tuple[int, ...]:
     return tuple(round(float(v) * ratio) for v in values.tolist())
 
@@ -110,15 +123,21 @@ def op_samples(
     if op.profile is None:
         return NO_SAMPLES
     kernels = [name for name in dict.fromkeys(op.profile.kernels) if name in events.ts]
-    measured = sum(int(events.dur[name].sum()) for name in kernels)
+    # The rows of each name that are the op's: all of them, or those starting where the
+    # correlator said the op's events start (names that ran other ops too).
+    picked = [_own_rows(events.ts[name], op.profile.event_ts) for name in kernels]
+    measured = sum(
+        int(events.dur[name][rows].sum()) for name, rows in zip(kernels, picked, strict=True)
+    )
     if not kernels or measured <= 0:
         return Samples("profile-only", (op.profile.total_ns,), max(steps, 1))
     # The op's share of its events (1 for an op that ran its kernels alone).
     ratio = op.profile.total_ns / measured
-    ts = np.concatenate([events.ts[name] for name in kernels])
-    dur = np.concatenate([events.dur[name] for name in kernels])
-    sampled = np.concatenate([events.sampled[name] for name in kernels])
-    kernel = np.repeat(np.arange(len(kernels)), [len(events.ts[name]) for name in kernels])
+    ts, dur, sampled = (
+        np.concatenate([column[name][rows] for name, rows in zip(kernels, picked, strict=True)])
+        for column in (events.ts, events.dur, events.sampled)
+    )
+    kernel = np.repeat(np.arange(len(kernels)), [len(rows) for rows in picked])
     if len(windows) >= 2:
         starts = np.asarray([start for start, _ in windows], dtype=np.int64)
         ends = np.asarray([end for _, end in windows], dtype=np.int64)
@@ -139,10 +158,10 @@ def op_samples(
             len(windows),
             None if typical is None else typical * ratio,
         )
-    if steps >= 2 and all(len(events.ts[name]) % steps == 0 for name in kernels):
+    if steps >= 2 and all(len(rows) % steps == 0 for rows in picked):
         # Time order: consecutive runs of each kernel are the steps.
-        step = np.concatenate([np.repeat(np.arange(steps), len(events.ts[name]) // steps)
-                               for name in kernels])  # fmt: skip
+        step = np.concatenate([np.repeat(np.arange(steps), len(rows) // steps)
+                               for rows in picked])  # fmt: skip
         per_step = np.bincount(step, weights=sampled, minlength=steps).astype(np.int64)
         typical = event_medians(step, kernel, sampled, steps)
         return Samples(

@@ -26,8 +26,8 @@ def _field_type(annotation: Any) -> pa.DataType:
     import pyarrow as pa
 
     text = str(annotation)
-    return {"int": pa.int64(), "float": pa.float64(), "str": pa.string(),
-            "bool": pa.bool_()}.get(text, pa.list_(pa.string()))  # fmt: skip
+    return {"int": pa.int64(), "float": pa.float64(), "str": pa.string(), "bool": pa.bool_(),
+            "tuple[int, ...]": pa.list_(pa.int64())}.get(text, pa.list_(pa.string()))  # fmt: skip
 
 
 def _opprofile_table(profiles: list[OpProfile]) -> pa.Table:

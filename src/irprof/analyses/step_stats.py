@@ -16,7 +16,7 @@ from typing import Any, Literal
 from irprof.analyses.preemption import Preemption, bundle_preemption
 from irprof.analyses.profiled_ops import ProfiledOp
 from irprof.analyses.run_diff_samples import STEP_METHODS, run_samples
-from irprof.analyses.trace_export import origin_kernels, with_trace_kernels
+from irprof.analyses.trace_export import measured_events, with_trace_kernels
 from irprof.bundle import RunBundle
 from irprof.errors import IrprofError, UsageError
 from irprof.trace.model import Trace
@@ -127,7 +127,7 @@ def bundle_step_samples(
     except IrprofError:
         return NO_STEP_SAMPLES
     found = bundle_preemption(bundle, trace) if time == "oncpu" else None
-    measured = with_trace_kernels(ops, origin_kernels(bundle))
+    measured = with_trace_kernels(ops, measured_events(bundle))
     return load_step_samples(trace, measured, bundle.manifest().steps, found)
 
 

@@ -55,6 +55,7 @@ class OpAccount:
     durations: list[int] = field(default_factory=list)
     first_ts_ns: int | None = None
     kernels: list[str] = field(default_factory=list)
+    starts: list[int] = field(default_factory=list)  # each event's start, as `kernels`
     partners: dict[int, None] = field(default_factory=dict)
     groups: dict[str, int] = field(default_factory=dict)  # group id -> ns received from it
     source: str = ""
@@ -81,6 +82,9 @@ class Ledger:
     groups: dict[str, GroupRecord] = field(default_factory=dict)
     unattributed_events: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
     reasons: dict[str, str] = field(default_factory=dict)
+    # Events given to the ledger per name, attributed or not: an op that received fewer than
+    # all of its names' events lists its own (`ProfileData.event_ts`).
+    events_by_name: dict[str, int] = field(default_factory=lambda: defaultdict(int))
     attributed_ns: int = 0
     unattributed_ns: int = 0
     estimated_ns: int = 0  # time given to ops as a share of a multi-op event
@@ -124,10 +128,12 @@ class Ledger:
             if account.first_ts_ns is None or ts_ns < account.first_ts_ns:
                 account.first_ts_ns = int(ts_ns)
             account.kernels.append(event)
+            account.starts.append(int(ts_ns))
             if len(members) > 1:
                 account.groups[group_id] = account.groups.get(group_id, 0) + share
                 account.partners.update((p, None) for p in members if p != position)
             account.source = account.source or source
+        self.events_by_name[event] += 1
         self.attributed_ns += int(dur_ns)
         return shares
 
@@ -188,6 +194,7 @@ class Ledger:
     def unattributed(self, event: str, dur_ns: int, reason: str) -> None:
         """An event (or a share of one) that reached no op, and why."""
         self.unattributed_events[event].append(int(dur_ns))
+        self.events_by_name[event] += 1
         self.reasons.setdefault(event, reason)
         self.unattributed_ns += int(dur_ns)
 
@@ -212,6 +219,13 @@ class Ledger:
             for name, durs in self.unattributed_events.items()
         ]
 
+    def shares_names(self, account: OpAccount) -> bool:
+        """Whether events of the op's names went elsewhere too (to other ops or to none)."""
+        counts: dict[str, int] = defaultdict(int)
+        for name in account.kernels:
+            counts[name] += 1
+        return any(self.events_by_name[name] > mine for name, mine in counts.items())
+
     def group_of(self, position: int) -> tuple[str, GroupRecord] | None:
         """The op's main group: the one it received the most time from (None when alone)."""
         groups = self.accounts[position].groups if position in self.accounts else {}
@@ -232,6 +246,7 @@ class Ledger:
             kernels=account.kernels,
             fused_with=[name_of(p) for p in account.partners],
             source=account.source,
+            event_ts=account.starts if self.shares_names(account) else (),
         )
         found = self.group_of(position)
         if found is None:

@@ -302,8 +302,14 @@ def _read_profile(op: ir.Operation) -> ProfileData | None:
         fraction = _field(attr, "fraction")
         source = _field(attr, "source")
         group, basis = _field(attr, "group"), _field(attr, "share_basis")
+        count, total, mean, low, high, first = (_int(_field(attr, n)) for n in _INT_FIELDS)
         return ProfileData(
-            **{name: _int(_field(attr, name)) for name in _INT_FIELDS},
+            count=count,
+            total_ns=total,
+            mean_ns=mean,
+            min_ns=low,
+            max_ns=high,
+            first_ts_ns=first,
             fraction=float(ir.FloatAttr(fraction).value) if fraction is not None else 0.0,
             kernels=_strs(_field(attr, "kernels")),
             fused_with=_strs(_field(attr, "fused_with")),

@@ -76,7 +76,9 @@ def reattach(
             seen_split[origin] += 1
             parts = reach_count[origin]
             note = f" split {seen_split[origin]}/{parts}" if parts > 1 else ""
-            data = ProfileData(**{**data.__dict__, "source": f"reattach:{origin}{note}"})
+            data = ProfileData(
+                **{**data.__dict__, "source": f"reattach:{origin}{note}", "event_ts": ()}
+            )
         else:
             data = _merge(found, [by_origin[o] for o in found])
         if layout == "compact":

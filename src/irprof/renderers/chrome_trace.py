@@ -156,7 +156,7 @@ def chrome_trace(export: TraceExport) -> dict[str, Any]:
         else:
             event["ph"] = "X"
             event["dur"] = _us(dur_list[row])
-        refs = ops_of.get(name, ())
+        refs = tuple(ref for ref in ops_of.get(name, ()) if ref.ran(ts_list[row]))
         if refs:
             args = {**args, "irprof": [_op_arg(ref) for ref in refs]}
         if args:

@@ -273,7 +273,7 @@ def perfetto_trace(export: TraceExport, pb: Any) -> bytes:
         begins[row] = begin
         for key, value in args.items():
             _annotate(begin, key, value)
-        refs = refs_of.get(name, ())
+        refs = tuple(ref for ref in refs_of.get(name, ()) if ref.ran(ts))
         if not refs:
             continue
         flow_id += 1
