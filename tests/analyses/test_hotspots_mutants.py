@@ -255,3 +255,29 @@ def test_an_op_alone_in_its_event_group_is_a_plain_row() -> None:
     # A group of one op is measured, not estimated: no group row, no estimated time.
     (row,) = hotspots([op(0, "tf.MatMul", "net/mm", 700, group="net/mm", group_size=1)]).rows
     assert (row.key, row.group, row.estimated_ns, row.total_ns) == ("net/mm", "", 0, 700)
+
+
+def test_rows_of_one_name_and_the_same_arguments_are_told_apart_by_their_own_events() -> None:
+    """A conv's gradient has two convolutions of one name (for the input and for the kernel):
+    each row shows the trace events only it ran; events both ran are not shown, and a row
+    with none of its own keeps the name."""
+    name = "jit(step)/transpose(jvp(Net))/Conv_1/conv_general_dilated"
+
+    def with_kernels(index: int, ns: int, kernels: tuple[str, ...]) -> ProfiledOp:
+        made = op(index, "stablehlo.convolution", name, ns)
+        assert made.profile is not None
+        return replace(made, profile=replace(made.profile, kernels=kernels))
+
+    ops = [
+        with_kernels(0, 900, ("transpose_copy_fusion.2", "ynn_fusion.1")),
+        with_kernels(1, 800, ("ynn_fusion.18",)),
+        with_kernels(2, 700, ("ynn_fusion.18", "a", "b", "c")),
+        with_kernels(3, 600, ("ynn_fusion.1",)),
+    ]
+    keys = {row.op_index: row.key for row in hotspots(ops).rows}
+    assert keys == {
+        0: f"{name} [transpose_copy_fusion.2]",
+        1: name,
+        2: f"{name} [a +2]",
+        3: name,
+    }

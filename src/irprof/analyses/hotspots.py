@@ -334,6 +334,9 @@ def _collapsed_rows(
     return rows
 
 
+KERNELS_SHOWN = 1  # event names a row of a shared name shows (then `+N`)
+
+
 def _told_apart(rows: list[HotspotRow], inputs: Mapping[int, tuple[str, ...]]) -> list[HotspotRow]:
     """Rows that share a name (a Flax NNX model's projections: `jit(forward)/dot_general`
     each) get the function arguments their op reads and no other row of that name reads, as
@@ -354,6 +357,30 @@ def _told_apart(rows: list[HotspotRow], inputs: Mapping[int, tuple[str, ...]]) -
             own = ", ".join(_argument_label(n) for n in names if readers[n] == 1)
             if own:
                 told[position] = replace(told[position], key=f"{rows[position].key} [{own}]")
+    return _told_apart_by_kernels(told)
+
+
+def _told_apart_by_kernels(rows: list[HotspotRow]) -> list[HotspotRow]:
+    """Rows that still share a name (the two convolutions of a conv's gradient, for the input
+    and for the kernel: `transpose(jvp(Net))/Conv_1/conv_general_dilated` each) get the trace
+    events only they ran, as the profiler names them: `[ynn_fusion.18]`, `[convolution.5 +1]`."""
+    by_key: dict[str, list[int]] = {}
+    for position, row in enumerate(rows):
+        by_key.setdefault(row.key, []).append(position)
+    told = list(rows)
+    for positions in by_key.values():
+        if len(positions) < 2:
+            continue
+        runners: dict[str, int] = {}
+        for position in positions:
+            for name in set(rows[position].kernels):
+                runners[name] = runners.get(name, 0) + 1
+        for position in positions:
+            own = [name for name in rows[position].kernels if runners[name] == 1]
+            if own:
+                more = len(own) - KERNELS_SHOWN
+                shown = ", ".join(own[:KERNELS_SHOWN]) + (f" +{more}" if more > 0 else "")
+                told[position] = replace(told[position], key=f"{rows[position].key} [{shown}]")
     return told
 
 
