@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from google.protobuf.message import DecodeError
@@ -48,6 +48,14 @@ DATA_MOVEMENT_OPCODES = frozenset(
 )
 # Opcodes whose called computations are part of the same kernel (their instructions run in it).
 FUSING_OPCODES = frozenset({"fusion", "call"})
+# Instructions that write nothing of their own inside a kernel.
+FREE_OPCODES = frozenset({"parameter", "constant", "bitcast", "tuple", "get-tuple-element"})
+# Data movement that reads and writes memory inside a kernel (a broadcast, reshape or iota is an
+# index mapping there): what decides whether a kernel's arithmetic is its work.
+MOVING_OPCODES = frozenset(
+    {"transpose", "copy", "slice", "dynamic-slice", "dynamic-update-slice", "concatenate", "pad",
+     "reverse", "gather", "scatter"}
+)  # fmt: skip
 # XLA's CSE merges equal constants across the whole module and keeps one user's metadata: a
 # constant's op name says where one of its many users came from, not what a kernel runs for
 # (a zero shared by MobileNetV2's whole backward pass named its first BatchNorm's `mean`).
@@ -380,3 +388,19 @@ def parse_hlo_text(text: str, program_id: int = -1) -> HloModuleInfo:
         instructions,
         {name: tuple(members) for name, members in computations.items()},
     )
+
+
+def kernel_weights(members: Sequence[HloInstructionInfo]) -> tuple[list[float], str]:
+    """How one kernel's time is split over its instructions, and the basis: their FLOPs; but
+    where the kernel moves more elements than it computes FLOPs (a `dynamic-slice` of a scan's
+    stacked weights whose start index is the one `subtract`: by FLOPs the scalar index took the
+    whole slice's time), or computes none, the elements each instruction writes (free ones:
+    nothing); even when neither gives any weight."""
+    flops = [float(m.flops) for m in members]
+    moved = sum(m.elements for m in members if m.opcode in MOVING_OPCODES)
+    if sum(flops) > 0 and moved <= sum(flops):
+        return flops, "flops"
+    written = [0.0 if m.opcode in FREE_OPCODES else float(m.elements) for m in members]
+    if sum(written) > 0:
+        return written, "bytes"
+    return [1.0] * len(members), "even"

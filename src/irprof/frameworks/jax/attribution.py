@@ -9,6 +9,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from irprof.correlate.hlo import kernel_weights
 from irprof.correlate.ledger import Ledger
 from irprof.correlate.payload import payload_owners
 from irprof.correlate.xla_thunks import ThunkEvent
@@ -19,7 +20,6 @@ from irprof.frameworks.jax.orphans import OrphanResolver
 
 FUSED_TIME_RULES = ("flops", "even")
 # Instructions that neither compute nor move data (a bitcast only relabels a buffer).
-FREE_OPCODES = frozenset({"parameter", "constant", "bitcast", "tuple", "get-tuple-element"})
 
 
 @dataclass(frozen=True)
@@ -72,15 +72,9 @@ def plan_kernel(
             )
         names = sorted({m.owner for m in members if m.owner})
         return KernelPlan((), f"op names not found in the IR: {', '.join(names[:3])}")
-    weights = [1.0] * len(matched)
-    basis = "even"
+    weights, basis = [1.0] * len(matched), "even"
     if rule == "flops":
-        weights, basis = [m.flops for m, _ in matched], "flops"
-        if sum(weights) <= 0:  # pure data movement: weigh by what each member writes
-            weights = [0.0 if m.opcode in FREE_OPCODES else float(m.elements) for m, _ in matched]
-            basis = "bytes"
-    if sum(weights) <= 0:
-        weights, basis = [1.0] * len(matched), "even"
+        weights, basis = kernel_weights([m for m, _ in matched])
     total = sum(weights)
     return KernelPlan(
         tuple(

@@ -23,7 +23,12 @@ from typing import Any
 import numpy as np
 from iree.compiler import ir
 
-from irprof.correlate.hlo import HloInstructionInfo, HloModuleInfo, decode_hlo_proto
+from irprof.correlate.hlo import (
+    HloInstructionInfo,
+    HloModuleInfo,
+    decode_hlo_proto,
+    kernel_weights,
+)
 from irprof.correlate.ledger import Ledger
 from irprof.correlate.payload import payload_owners
 from irprof.correlate.step_check import CountedSpan, StepCheck, check_step_times, union_ns
@@ -35,7 +40,6 @@ XLA_LEVEL = "xla"  # StableHLO of a `jit_compile` function, TF node names as loc
 # Instructions that neither compute nor move data (a bitcast only relabels a buffer).
 # (ops, weights, share basis, why none): how one thunk's time is shared.
 _Plan = tuple[list[int], list[float], str, str]
-FREE_OPCODES = frozenset({"parameter", "constant", "bitcast", "tuple", "get-tuple-element"})
 COMPILED = "compiled into the XLA cluster {module}"
 NO_THUNK = COMPILED + " as {instructions}, which ran inside other thunks or was folded away"
 UNTIMED = (
@@ -241,15 +245,9 @@ def _own_plan(program: HloModuleInfo, names: _Names, hlo_op: str, rule: str) -> 
         if not named:
             return [], [], "even", "XLA-inserted instruction without op metadata (a layout copy)"
         return [], [], "even", f"TF node names not found at this level: {', '.join(named[:3])}"
-    weights = [1.0] * len(matched)
-    basis = "even"
+    weights, basis = [1.0] * len(matched), "even"
     if rule in ("default", "base"):
-        weights, basis = [m.flops for m, _ in matched], "flops"
-        if sum(weights) <= 0:  # pure data movement: by what each member writes
-            weights = [0.0 if m.opcode in FREE_OPCODES else float(m.elements) for m, _ in matched]
-            basis = "bytes"
-        if sum(weights) <= 0:
-            weights, basis = [1.0] * len(matched), "even"
+        weights, basis = kernel_weights([m for m, _ in matched])
     per_op: dict[int, float] = defaultdict(float)
     for weight, (_, positions) in zip(weights, matched, strict=True):
         for position in positions:
