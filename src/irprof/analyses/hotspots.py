@@ -7,6 +7,7 @@ steps, which one stalled step cannot move; `analyses/step_stats.py`, docs/views.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
@@ -340,7 +341,25 @@ KERNELS_SHOWN = 1  # event names a row of a shared name shows (then `+N`)
 def _told_apart(rows: list[HotspotRow], inputs: Mapping[int, tuple[str, ...]]) -> list[HotspotRow]:
     """Rows that share a name (a Flax NNX model's projections: `jit(forward)/dot_general`
     each) get the function arguments their op reads and no other row of that name reads, as
-    `[state.attn.query.kernel.value]`; a row with none keeps the name."""
+    `[state.attn.query.kernel.value]`. Rows that still share one (the two convolutions of a
+    conv's gradient, for the input and for the kernel) get the trace events only they ran, as
+    the profiler names them: `[ynn_fusion.18]`, `[convolution.5 +1]`. A row with neither keeps
+    the name."""
+    by_arguments = _labelled(
+        rows,
+        lambda row: inputs.get(row.op_index, ()),
+        lambda own: ", ".join(_argument_label(name) for name in own),
+    )
+    return _labelled(by_arguments, lambda row: row.kernels, _kernels_label)
+
+
+def _labelled(
+    rows: list[HotspotRow],
+    names_of: Callable[[HotspotRow], Sequence[str]],
+    label: Callable[[list[str]], str],
+) -> list[HotspotRow]:
+    """`rows`, each row of a key several rows share with the names (`names_of`) no other row
+    of that key has appended as `[label]`."""
     by_key: dict[str, list[int]] = {}
     for position, row in enumerate(rows):
         by_key.setdefault(row.key, []).append(position)
@@ -348,40 +367,18 @@ def _told_apart(rows: list[HotspotRow], inputs: Mapping[int, tuple[str, ...]]) -
     for positions in by_key.values():
         if len(positions) < 2:
             continue
-        read = [inputs.get(rows[p].op_index, ()) for p in positions]
-        readers: dict[str, int] = {}
-        for names in read:
-            for name in set(names):
-                readers[name] = readers.get(name, 0) + 1
-        for position, names in zip(positions, read, strict=True):
-            own = ", ".join(_argument_label(n) for n in names if readers[n] == 1)
+        named = [names_of(rows[p]) for p in positions]
+        holders = Counter(name for names in named for name in set(names))
+        for position, names in zip(positions, named, strict=True):
+            own = [name for name in names if holders[name] == 1]
             if own:
-                told[position] = replace(told[position], key=f"{rows[position].key} [{own}]")
-    return _told_apart_by_kernels(told)
-
-
-def _told_apart_by_kernels(rows: list[HotspotRow]) -> list[HotspotRow]:
-    """Rows that still share a name (the two convolutions of a conv's gradient, for the input
-    and for the kernel: `transpose(jvp(Net))/Conv_1/conv_general_dilated` each) get the trace
-    events only they ran, as the profiler names them: `[ynn_fusion.18]`, `[convolution.5 +1]`."""
-    by_key: dict[str, list[int]] = {}
-    for position, row in enumerate(rows):
-        by_key.setdefault(row.key, []).append(position)
-    told = list(rows)
-    for positions in by_key.values():
-        if len(positions) < 2:
-            continue
-        runners: dict[str, int] = {}
-        for position in positions:
-            for name in set(rows[position].kernels):
-                runners[name] = runners.get(name, 0) + 1
-        for position in positions:
-            own = [name for name in rows[position].kernels if runners[name] == 1]
-            if own:
-                more = len(own) - KERNELS_SHOWN
-                shown = ", ".join(own[:KERNELS_SHOWN]) + (f" +{more}" if more > 0 else "")
-                told[position] = replace(told[position], key=f"{rows[position].key} [{shown}]")
+                told[position] = replace(told[position], key=f"{rows[position].key} [{label(own)}]")
     return told
+
+
+def _kernels_label(own: list[str]) -> str:
+    more = len(own) - KERNELS_SHOWN
+    return ", ".join(own[:KERNELS_SHOWN]) + (f" +{more}" if more > 0 else "")
 
 
 def _argument_label(name: str) -> str:
