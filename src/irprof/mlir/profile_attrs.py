@@ -90,7 +90,9 @@ def float_literal(value: float) -> str:
     """`value` as f64 attribute text that parses back to the same bits (inf/nan as bit patterns)."""
     if not math.isfinite(value):
         return f"0x{_U64.unpack(_F64.pack(value))[0]:016X} : f64"
-    text = repr(value)  # shortest text that round-trips
+    # shortest text that round-trips; `float()` first: an int (or a numpy float, whose repr
+    # names its type) would print as something that is not an f64 literal
+    text = repr(float(value))
     if "e" in text and "." not in text:
         # MLIR float literals need a '.' ("1e-05" would lex as the integer 1 then `e`).
         mantissa, _, exponent = text.partition("e")
