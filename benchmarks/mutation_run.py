@@ -132,6 +132,8 @@ EXTRA_TESTS: dict[str, tuple[str, ...]] = {
         "tests/robustness/test_hostile_traces.py",
         "tests/readers/test_detect.py",
     ),
+    # Reached through the exporters' registry string and `irprof export`, never imported.
+    "analyses/model_explorer_graph.py": ("tests/renderers/test_model_explorer_graph.py",),
     "analyses/mlgo_features.py": (
         "tests/renderers/test_mlgo_log.py",
         "tests/renderers/test_roofline_exports.py",

@@ -100,16 +100,6 @@ class ProfiledOp:
         the other way round)."""
         return _first_user_frame(self.chain) or self.model_frame or self.source
 
-    def frame_in(self, script: str, *, at_call_site: bool = False) -> str:
-        """The first frame inside `script` (matched by file name), else "": of the op's own
-        chain, or of `site_chain` when `at_call_site`."""
-        name = Path(script).name
-        for frame in self.site_chain if at_call_site else self.chain:
-            file = frame.rsplit(":", 2)[0]
-            if name and Path(file).name == name:
-                return frame
-        return ""
-
     @property
     def place(self) -> str:
         """The compact location, or "" when it is only the op's name (an ONNX node, a JAX op
