@@ -92,7 +92,8 @@ def test_function_called_twice_says_so_and_points_at_the_first_call(
     ]
     assert layer_norm_rows
     for row in layer_norm_rows:
-        assert re.fullmatch(r".*jit\(layer_norm\)/\w+ \(2 call sites\)", row.key), row.key
+        # (the mean's and the variance's reductions share that name: their kernels follow)
+        assert re.fullmatch(r".*jit\(layer_norm\)/\w+ \(2 call sites\)( \[.+\])?", row.key), row.key
         assert row.location == first_call
 
 
