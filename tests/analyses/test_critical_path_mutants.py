@@ -476,3 +476,26 @@ def test_without_step_markers_step_zero_is_the_whole_trace_from_its_first_start(
     with pytest.raises(UsageError) as error:
         path_of(trace, step=1)
     assert str(error.value) == "--step 1: the trace has no step markers (one window)"
+
+
+def test_each_event_names_the_ops_of_its_own_name_and_start() -> None:
+    # Two events named A (starts 0 and 40) and one B (20): the callable is asked with each
+    # event's name and start, so the two A events can name different ops (torch's shared
+    # `aten::linear`); without a callable no event names an op.
+    trace = on_tracks(("A", 1, 0, 10), ("B", 1, 20, 30), ("A", 1, 40, 45))
+    dag = build_event_dag(trace)
+    asked: list[tuple[str, int]] = []
+
+    def ops_by_event(name: str, ts_ns: int) -> tuple[str, ...]:
+        asked.append((name, ts_ns))
+        return (f"torch: {name} at {ts_ns}",)
+
+    path = critical_path(dag, ops_by_event=ops_by_event)
+    assert [(event.name, event.ts_ns, event.ops) for event in path.events] == [
+        ("A", 0, ("torch: A at 0",)),
+        ("B", 20, ("torch: B at 20",)),
+        ("A", 40, ("torch: A at 40",)),
+    ]
+    assert asked == [("A", 0), ("B", 20), ("A", 40)]
+    assert all(type(ts) is int for _, ts in asked)
+    assert [event.ops for event in critical_path(dag).events] == [(), (), ()]

@@ -21,6 +21,7 @@ from irprof.analyses.run_diff_samples import (
 )
 from irprof.trace.builder import TraceBuilder
 from irprof.trace.model import EventKind, Trace
+from tests.analyses.test_run_diff_samples import own, trace_of
 from tests.analyses.test_run_diff_samples import profiled as profiled_op
 
 KERNEL = EventKind.FRAMEWORK_OP
@@ -219,3 +220,26 @@ def test_a_total_of_zero_with_no_event_inside_the_steps() -> None:
     steps = [(100, 100), (300, 100)]
     found = samples_of(steps, [("k", 0, 80)], profiled(("k",), 0), 2)
     assert found == Samples("step-markers", (0, 0), 2, 0.0)
+
+
+def test_several_events_at_each_own_start_are_all_taken_and_no_others() -> None:
+    """Two events of the name at each of the op's starts (two threads), another op's events
+    between them: the op's samples are exactly its four events, each step the two at its
+    start (totals equal to the events, so no share can hide a wrong pick)."""
+    trace = trace_of(
+        [
+            ("step", 0, 100, EventKind.STEP),
+            ("step", 100, 100, EventKind.STEP),
+            ("k", 10, 5, KERNEL),
+            ("k", 10, 7, KERNEL),
+            ("k", 50, 40, KERNEL),
+            ("k", 110, 6, KERNEL),
+            ("k", 110, 3, KERNEL),
+            ("k", 150, 30, KERNEL),
+        ]
+    )
+    first = own(profiled_op(0, ("k",), 5 + 7 + 6 + 3), (10, 110), 4)
+    second = own(profiled_op(1, ("k",), 40 + 30), (50, 150), 2)
+    samples, _ = run_samples(trace, [first, second], steps=2)
+    assert samples[0].values == (5 + 7, 6 + 3)
+    assert samples[1].values == (40, 30)

@@ -307,3 +307,31 @@ def test_measured_events_read_the_starts_from_the_saved_profiles(
     first = listed[0]["profile"]
     key = (first["first_ts_ns"], tuple(first["kernels"]), first["count"])
     assert measured_events(RunBundle(root)).by_profile[key] is None
+
+
+def test_entries_not_measured_directly_are_skipped_not_the_end_of_their_level(
+    torch_run: Path, tmp_path: Path
+) -> None:
+    """An entry without event names first in the torch profile, a carried-down one first in the
+    linalg profile: every measured entry after them is still read (names and starts)."""
+    root = tmp_path / "run"
+    shutil.copytree(torch_run, root)
+    first = {
+        "torch": entry("no_names", "torch#9001", [], "torch.profiler:none"),
+        "linalg": entry("carried", "torch#9002", ["l"], "reattach:torch#9002"),
+    }
+    for level, skipped in first.items():
+        path = root / f"opprofile.{level}.json"
+        document = json.loads(path.read_text())
+        document["entries"].insert(0, skipped)
+        path.write_text(json.dumps(document))
+    measured = measured_events(RunBundle(root))
+    expected = expected_origins(root)
+    assert len(expected) >= 10
+    assert {origin: list(names) for origin, names in measured.kernels.items()} == expected
+    document = json.loads((root / "opprofile.torch.json").read_text())
+    listed = [e["profile"] for e in document["entries"] if e["profile"].get("event_ts")]
+    assert listed, "the CNN runs several ops under one aten name"
+    for data in listed:
+        key = (data["first_ts_ns"], tuple(data["kernels"]), data["count"])
+        assert measured.by_profile[key] == tuple(data["event_ts"])
