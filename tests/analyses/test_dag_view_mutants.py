@@ -15,7 +15,9 @@ from pathlib import Path
 
 import pytest
 
+import irprof.analyses.dag_view as dag_view_module
 from irprof.analyses.dag_view import dag_view
+from irprof.analyses.trace_export import OpRef
 from irprof.bundle import RunBundle
 from irprof.errors import UsageError
 from irprof.event_dag.model import DagFilter
@@ -87,3 +89,32 @@ def test_filters_and_the_error_when_nothing_passes(tmp_path: Path) -> None:
     with pytest.raises(UsageError) as error:
         dag_view(trace, source="t.json", event_filter=DagFilter(name_regex="nothing"))
     assert str(error.value) == "t.json: no event passes the filters; nothing to write"
+
+
+def test_an_event_name_several_ops_ran_names_the_op_whose_event_starts_there(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where ops share an event name (torch's `aten::linear`), the critical path names only the
+    ops that list the event's start (210 us) among their own events', and every op that lists
+    none; the annotated levels are replaced here by two refs of the MatMul's event name."""
+    bundle = bundle_with_trace(tmp_path / "run")
+
+    def ref(name: str, starts: frozenset[int]) -> OpRef:
+        return OpRef("tf", 0, name, "tf.MatMul", "model.py:1", "main", starts=starts)
+
+    refs: dict[str, tuple[OpRef, ...]] = {
+        f"{MATMUL}:MatMul": (
+            ref("mine", frozenset({210_000})),
+            ref("other", frozenset({5_000})),
+            ref("every", frozenset()),
+        )
+    }
+
+    class Export:
+        def ops_by_event_name(self) -> dict[str, tuple[OpRef, ...]]:
+            return refs
+
+    monkeypatch.setattr(dag_view_module, "load_trace_export", lambda bundle: Export())
+    view = dag_view(bundle.trace(), source="t.json", bundle=bundle, with_critical_path=True)
+    assert view.critical_path is not None
+    assert (f"{MATMUL}:MatMul", ("tf: mine", "tf: every")) in names_on_path(view.critical_path)

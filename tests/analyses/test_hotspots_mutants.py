@@ -281,3 +281,21 @@ def test_rows_of_one_name_and_the_same_arguments_are_told_apart_by_their_own_eve
         2: f"{name} [a +2]",
         3: name,
     }
+
+
+def test_a_row_with_two_events_of_its_own_shows_the_first_and_plus_one() -> None:
+    """`+N` counts the row's own events past the first shown: two of its own show `+1`, one
+    shows none (its other event is shared with the row beside it)."""
+    name = "jit(step)/transpose(jvp(Net))/Conv_0/conv_general_dilated"
+
+    def with_kernels(index: int, ns: int, kernels: tuple[str, ...]) -> ProfiledOp:
+        made = op(index, "stablehlo.convolution", name, ns)
+        assert made.profile is not None
+        return replace(made, profile=replace(made.profile, kernels=kernels))
+
+    ops = [
+        with_kernels(0, 900, ("shared.1", "fusion.7", "fusion.8")),
+        with_kernels(1, 800, ("shared.1", "convolution.3")),
+    ]
+    keys = {row.op_index: row.key for row in hotspots(ops).rows}
+    assert keys == {0: f"{name} [fusion.7 +1]", 1: f"{name} [convolution.3]"}

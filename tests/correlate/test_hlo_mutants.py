@@ -18,6 +18,7 @@ from irprof.correlate.hlo import (
     HloModuleInfo,
     decode_hlo_proto,
     instruction_flops,
+    kernel_weights,
     parse_hlo_text,
 )
 from irprof.correlate.hlo_proto import hlo_pb2
@@ -464,3 +465,58 @@ def test_text_frames_without_a_location_and_dots_contracting_two_dimensions() ->
     # frame 2 has no location of its own: only its parent's (frame 1), the file name whole
     assert dot.chain == ("Xla.py:4:2",)
     assert dot.flops == 2 * (2 * 7) * (3 * 5)
+
+
+# `kernel_weights`: every opcode of the two sets, one at a time, and the FLOPs' lower bound.
+MOVING = (
+    "transpose",
+    "copy",
+    "slice",
+    "dynamic-slice",
+    "dynamic-update-slice",
+    "concatenate",
+    "pad",
+    "reverse",
+    "gather",
+    "scatter",
+)
+FREE = ("parameter", "constant", "bitcast", "tuple", "get-tuple-element")
+
+
+def weighed(opcode: str, flops: float, elements: int) -> HloInstructionInfo:
+    return HloInstructionInfo(f"{opcode}.1", opcode, "", (), flops, elements, "fused", ())
+
+
+@pytest.mark.parametrize("opcode", MOVING)
+def test_kernel_weights_moving_opcode_outweighs_flops(opcode: str) -> None:
+    # 3 FLOPs beside 4 moved elements: the elements each writes (3 and 4)
+    members = [weighed("add", 3, 3), weighed(opcode, 0, 4)]
+    assert kernel_weights(members) == ([3.0, 4.0], "bytes")
+
+
+@pytest.mark.parametrize("opcode", ["broadcast", "reshape", "iota", "add"])
+def test_kernel_weights_index_mapping_is_not_moved(opcode: str) -> None:
+    members = [weighed("add", 3, 3), weighed(opcode, 0, 4)]
+    assert kernel_weights(members) == ([3.0, 0.0], "flops")
+
+
+@pytest.mark.parametrize("opcode", FREE)
+def test_kernel_weights_free_opcode_writes_nothing(opcode: str) -> None:
+    # no FLOPs: a copy's 5 elements against a free instruction's 7, which count nothing
+    members = [weighed("copy", 0, 5), weighed(opcode, 0, 7)]
+    assert kernel_weights(members) == ([5.0, 0.0], "bytes")
+
+
+def test_kernel_weights_one_flop_one_element_is_flops() -> None:
+    # 1 FLOP total, nothing moved: FLOPs (a bound of 1 instead of 0 would fall to elements)
+    members = [weighed("negate", 1, 1), weighed("broadcast", 0, 9)]
+    assert kernel_weights(members) == ([1.0, 0.0], "flops")
+    # 1 FLOP, 1 moved element: still FLOPs (as many moved as computed)
+    members = [weighed("negate", 1, 1), weighed("slice", 0, 1)]
+    assert kernel_weights(members) == ([1.0, 0.0], "flops")
+
+
+def test_kernel_weights_one_element_written_is_bytes() -> None:
+    # no FLOPs, one element written: by elements, not even
+    members = [weighed("copy", 0, 1), weighed("parameter", 0, 9), weighed("pad", 0, 0)]
+    assert kernel_weights(members) == ([1.0, 0.0, 0.0], "bytes")

@@ -124,3 +124,13 @@ def test_a_batch_that_falls_back_is_followed_by_the_next_batches(
     datas = [FIRST, SECOND, SECOND, SECOND, SECOND]
     built = builder.profiles(datas)
     assert [str(attribute) for attribute in built] == [str(builder.profile(data)) for data in datas]
+
+
+def test_a_negative_count_is_an_error_naming_the_op_and_the_field() -> None:
+    """A count below 0: an MlirError naming the op, its location, the field and the value."""
+    _module, leaf = _leaf("irprof.profile = {count = -3 : i64}")
+    with pytest.raises(MlirError) as raised:
+        get_profile(leaf)
+    assert (
+        str(raised.value) == "op 'x.leaf' at loc(\"leaf\"): profile field 'count' = -3 is negative"
+    )

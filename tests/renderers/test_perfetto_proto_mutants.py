@@ -12,7 +12,7 @@ import pytest
 
 from irprof.analyses.profiled_ops import ProfiledModule, ProfiledOp
 from irprof.analyses.trace_costs import CostedTraceExport, load_costed_trace_export
-from irprof.analyses.trace_export import TraceExport
+from irprof.analyses.trace_export import MeasuredEvents, TraceExport
 from irprof.manifest import Manifest
 from irprof.opprofile import ProfileData
 from irprof.registry import load_reference
@@ -487,3 +487,27 @@ def test_an_int_argument_past_64_bits_is_written_as_json() -> None:
     trace = decode(perfetto_trace(TraceExport(builder.build(), "t", MANIFEST, ()), pb))
     event = next(p.track_event for p in trace.packet if p.track_event.name == "slice")
     assert notes_of(event) == {"low": str(-(2**63) - 1)}
+
+
+def test_an_event_name_two_ops_ran_links_each_event_to_the_op_that_ran_it() -> None:
+    """Two ops of one event name (torch's `aten::linear`), each listing the start of its own
+    event (`event_ts`, read from the opprofiles): the event at 10 ns names only the first op,
+    the one at 50 ns only the second; an op listing no starts would take both."""
+    builder = TraceBuilder()
+    track = builder.track(1, 1, "host", "cpu")
+    builder.add(10, 20, track, "linear", EventKind.RUNTIME)
+    builder.add(50, 20, track, "linear", EventKind.RUNTIME)
+    levels = (("torch", module(op(0, "linear", count=2), op(1, "linear", count=3))),)
+    measured = MeasuredEvents(
+        kernels={}, starts={}, by_profile={(0, ("linear",), 2): (10,), (0, ("linear",), 3): (50,)}
+    )
+    export = TraceExport(builder.build(), "t", MANIFEST, levels, measured=measured)
+    trace = decode(perfetto_trace(export, pb))
+    linked = {
+        p.timestamp: [
+            n.legacy_json_value for n in p.track_event.debug_annotations if n.name == "irprof_ops"
+        ]
+        for p in trace.packet
+        if p.track_event.type == pb.TrackEvent.TYPE_SLICE_BEGIN and p.track_event.name == "linear"
+    }
+    assert linked == {10: ['["torch: rt0"]'], 50: ['["torch: rt1"]']}
