@@ -258,21 +258,3 @@ def test_ops_of_one_event_name_are_sampled_from_their_own_events() -> None:
     # By name alone (no starts) each layer got its share of every linear event of a step.
     smeared, _ = run_samples(trace, [profiled(0, ("aten::linear",), 33)], steps=3)
     assert smeared[0].values != (10, 11, 12)
-
-
-def test_own_events_at_a_shared_start_are_all_taken() -> None:
-    """Two events of the name starting at the same ns (two threads): a listed start takes both;
-    a start that is not in the trace takes nothing."""
-    trace = trace_of(
-        [
-            ("step", 0, 100, EventKind.STEP),
-            ("step", 100, 100, EventKind.STEP),
-            ("k", 10, 5, KERNEL),
-            ("k", 10, 7, KERNEL),
-            ("k", 50, 40, KERNEL),
-            ("k", 110, 6, KERNEL),
-            ("k", 150, 40, KERNEL),
-        ]
-    )
-    samples, _ = run_samples(trace, [own(profiled(0, ("k",), 18), (10, 110, 999), 3)], steps=2)
-    assert samples[0].values == (12, 6)

@@ -225,7 +225,8 @@ def test_a_total_of_zero_with_no_event_inside_the_steps() -> None:
 def test_several_events_at_each_own_start_are_all_taken_and_no_others() -> None:
     """Two events of the name at each of the op's starts (two threads), another op's events
     between them: the op's samples are exactly its four events, each step the two at its
-    start (totals equal to the events, so no share can hide a wrong pick)."""
+    start (totals equal to the events, so no share can hide a wrong pick); a listed start with
+    no event in the trace takes nothing."""
     trace = trace_of(
         [
             ("step", 0, 100, EventKind.STEP),
@@ -238,7 +239,7 @@ def test_several_events_at_each_own_start_are_all_taken_and_no_others() -> None:
             ("k", 150, 30, KERNEL),
         ]
     )
-    first = own(profiled_op(0, ("k",), 5 + 7 + 6 + 3), (10, 110), 4)
+    first = own(profiled_op(0, ("k",), 5 + 7 + 6 + 3), (10, 110, 999), 4)
     second = own(profiled_op(1, ("k",), 40 + 30), (50, 150), 2)
     samples, _ = run_samples(trace, [first, second], steps=2)
     assert samples[0].values == (5 + 7, 6 + 3)

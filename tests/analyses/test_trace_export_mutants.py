@@ -20,7 +20,6 @@ from irprof.analyses.trace_export import (
     TraceExport,
     load_trace_export,
     measured_events,
-    origin_kernels,
     reattached_origin,
     with_trace_kernels,
 )
@@ -187,7 +186,7 @@ def expected_origins(root: Path) -> dict[str, list[str]]:
 def test_origins_read_from_every_level_measured_directly(torch_run: Path, tmp_path: Path) -> None:
     expected = expected_origins(torch_run)
     assert len(expected) >= 10
-    got = origin_kernels(RunBundle(torch_run))
+    got = measured_events(RunBundle(torch_run)).kernels
     assert {origin: list(names) for origin, names in got.items()} == expected
     # A level annotated without a profile file is passed over, not the end of the search.
     root = tmp_path / "run"
@@ -198,7 +197,7 @@ def test_origins_read_from_every_level_measured_directly(torch_run: Path, tmp_pa
     manifest["ir_levels"] = ["early", "torch", "linalg"]
     (root / "manifest.json").write_text(json.dumps(manifest))
     assert RunBundle(root).annotated_levels()[0] == "early"
-    assert origin_kernels(RunBundle(root)) == got
+    assert measured_events(RunBundle(root)).kernels == got
 
 
 def entry(name: str, origin: str | None, kernels: list[str], source: str) -> dict[str, Any]:
@@ -228,7 +227,7 @@ def test_only_origins_with_event_names_measured_directly_count(
         document = json.loads(path.read_text())
         document["entries"] += entries
         path.write_text(json.dumps(document))
-    got = origin_kernels(RunBundle(root))
+    got = measured_events(RunBundle(root)).kernels
     assert {origin: list(names) for origin, names in got.items()} == expected_origins(root)
     assert not {"torch#9001", "torch#9002", "", None} & set(got)
 
@@ -242,7 +241,7 @@ def test_a_profile_file_that_is_not_the_bundle_s_own_is_named(
     shutil.move(root / "opprofile.torch.json", outside)
     (root / "opprofile.torch.json").symlink_to(outside)
     with pytest.raises(BundleError, match="torch profile"):
-        origin_kernels(RunBundle(root))
+        measured_events(RunBundle(root))
 
 
 def timed(kernels: tuple[str, ...], first: int, count: int, source: str = "trace") -> ProfileData:

@@ -165,11 +165,6 @@ def measured_events(bundle: RunBundle) -> MeasuredEvents:
     return MeasuredEvents(kernels, starts, by_profile)
 
 
-def origin_kernels(bundle: RunBundle) -> Mapping[str, tuple[str, ...]]:
-    """Origin -> event names, from every annotated level whose ops were measured directly."""
-    return measured_events(bundle).kernels
-
-
 def with_trace_kernels(ops: Sequence[ProfiledOp], measured: MeasuredEvents) -> list[ProfiledOp]:
     """`ops` with what their per-step samples are read from the trace by:
 
