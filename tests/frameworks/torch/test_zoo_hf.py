@@ -289,6 +289,38 @@ def test_non_persistent_buffer_is_imported() -> None:
     assert "dense_resource" in text or "dense<" in text  # position_ids, frozen as a literal
 
 
+class _IndexedByBuffer(torch.nn.Module):
+    """Swin's relative position bias: a table indexed by an integer buffer."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.table = torch.nn.Parameter(torch.arange(12.0).reshape(4, 3))
+        self.register_buffer("index", torch.tensor([3, 0, 2, 2]))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + self.table[self.index] + self.index.unsqueeze(1)
+
+
+def test_state_read_inside_a_list_argument_is_imported() -> None:
+    """`table[buffer]` is `aten.index.Tensor(table, [buffer])`: the importer takes only graph
+    nodes inside a list, so the buffer is read through a `get_attr` node, imported as the same
+    literal (the other read of it, a direct argument, too)."""
+    from iree.compiler import ir
+
+    from irprof.frameworks.torch.decomposition import decompose
+    from irprof.frameworks.torch.runner import import_program
+
+    program = decompose(
+        torch.export.export(_IndexedByBuffer().eval(), (torch.zeros(4, 3),)), "default"
+    )
+    text = str(import_program(program, ir.Context()))
+    assert "torch.aten.index.Tensor" in text
+    # the buffer, frozen as a literal: int64 3, 0, 2, 2 after the resource's alignment word
+    int64s = "".join(value.to_bytes(8, "little").hex() for value in (3, 0, 2, 2))
+    assert f'"0x08000000{int64s.upper()}"' in text
+    assert "func.func @main(%arg0: !torch.vtensor<[4,3],f32>)" in text  # no state argument
+
+
 def test_tied_weights_are_one_parameter_read_by_both_calls() -> None:
     """export lists a tied weight under each name (one placeholder unused); keyed by identity,
     the parameter named as autograd accumulates it has both readers."""

@@ -195,13 +195,57 @@ class FrozenProgram:
 
 
 def frozen_program(program: torch.export.ExportedProgram) -> FrozenProgram:
-    """`program`'s graph and signature with non-persistent buffers added to its state mapping."""
+    """`program`'s graph and signature with non-persistent buffers added to its state mapping,
+    and state read inside a list argument turned into `get_attr` nodes (in place)."""
     state = dict(program.state_dict)
     constants = dict(program.constants)
-    for buffer in program.graph_signature.inputs_to_buffers.values():
+    signature = program.graph_signature
+    for buffer in signature.inputs_to_buffers.values():
         if buffer not in state and buffer in constants:
             state[buffer] = constants[buffer]
-    return FrozenProgram(program.graph_signature, state, constants, program.graph)
+    values = {
+        **{name: state[key] for name, key in signature.inputs_to_parameters.items()},
+        **{name: state[key] for name, key in signature.inputs_to_buffers.items()},
+        **{
+            name: constants[key]
+            for name, key in signature.inputs_to_lifted_tensor_constants.items()
+            if key in constants
+        },
+    }
+    _state_in_lists_as_attributes(program.graph_module, values)
+    return FrozenProgram(signature, state, constants, program.graph)
+
+
+def _state_in_lists_as_attributes(graph_module: Any, values: dict[str, Any]) -> None:
+    """Replace each state placeholder that a call reads inside a list argument by a `get_attr`
+    node of the same tensor.
+
+    The importer replaces a state placeholder by the tensor itself; as a direct argument it
+    becomes a literal, but inside a list (`aten.index.Tensor(table, [index])`: Swin's
+    `relative_position_index` buffer) the importer accepts graph nodes only and fails with
+    "Heterogeneous lists are not supported". A `get_attr` node is imported as the same literal,
+    at the reading op's location, wherever it is used.
+    """
+    graph = graph_module.graph
+    for node in list(graph.nodes):
+        if node.op != "placeholder" or node.name not in values:
+            continue
+        in_list = any(
+            item is node
+            for user in node.users
+            for argument in (*user.args, *user.kwargs.values())
+            if isinstance(argument, (list, tuple))
+            for item in argument
+        )
+        if not in_list:
+            continue
+        attribute = f"_irprof_state_{node.name}"
+        graph_module.register_buffer(attribute, values[node.name].detach(), persistent=False)
+        with graph.inserting_before(node):
+            read = graph.get_attr(attribute)
+        read.meta = dict(node.meta)
+        node.replace_all_uses_with(read)
+        graph.erase_node(node)
 
 
 def import_program(program: torch.export.ExportedProgram, context: ir.Context) -> ir.Module:
