@@ -277,7 +277,7 @@ def test_name_fallback_prefers_the_node_whose_source_frame_is_on_the_call_stack(
         FxCall(1, "relu_1", "aten::relu", ("Net_0",), ("model.py", "forward")),
     ]
     event = OpEvent(
-        7, "aten::relu", 0, 5, ("Net_1",), frozenset({("model.py", "forward"), ("run.py", "main")})
+        7, "aten::relu", 0, 5, ("Net_1",), (("model.py", "forward"), ("run.py", "main"))
     )
     matched = match_events([event], calls)
     assert matched.nodes_of == {7: ("relu_1",)}
@@ -287,7 +287,7 @@ def test_name_fallback_prefers_the_node_whose_source_frame_is_on_the_call_stack(
 def test_join_that_contradicts_the_call_stack_is_flagged() -> None:
     """An exact-signature join whose node's frame is absent from the stack is reported."""
     calls = [FxCall(0, "relu", "aten::relu", ("Net_0",), ("model.py", "forward"))]
-    event = OpEvent(3, "aten::relu", 0, 5, ("Net_0",), frozenset({("other.py", "forward")}))
+    event = OpEvent(3, "aten::relu", 0, 5, ("Net_0",), (("other.py", "forward"),))
     matched = match_events([event], calls)
     assert matched.nodes_of == {3: ("relu",)}
     assert matched.source_disagreements == [3]
@@ -296,7 +296,52 @@ def test_join_that_contradicts_the_call_stack_is_flagged() -> None:
 def test_python_frames_read_file_and_function() -> None:
     """`file(N): function` frames; N (the def line) is dropped."""
     stack = "<built-in function linear>;nn.Module: Linear_0;pkg/model.py(20): forward;"
-    assert python_frames(stack) == frozenset({("pkg/model.py", "forward")})
+    assert python_frames(stack) == (("pkg/model.py", "forward"),)
+
+
+def test_python_frames_are_innermost_first_each_once() -> None:
+    """A function met twice (recursion, two `forward`s of one file) keeps its innermost place."""
+    stack = (
+        "<built-in method silu>;act.py(100): forward;nn.Module: Act_0;m.py(30): scan;"
+        "m.py(10): forward;nn.Module: Block_0;m.py(10): forward;run.py(1): main;"
+    )
+    assert python_frames(stack) == (
+        ("act.py", "forward"), ("m.py", "scan"), ("m.py", "forward"), ("run.py", "main")
+    )  # fmt: skip
+
+
+def test_calls_of_one_chain_are_told_apart_by_the_innermost_frame() -> None:
+    """HF Mamba: each mixer calls silu twice, once through a global activation module the
+    exported program never registered (its event's chain has the module, the node's has not)
+    and once in the scan. Both nodes share the mixer's chain; every `forward` of the file is
+    on both stacks, so only the innermost frame of a node on the stack picks it. Ranking the
+    scan's event by chain alone gave it the activation's node, and the next block's activation
+    event the first block's scan node."""
+    act, forward, scan = ("act.py", "forward"), ("m.py", "forward"), ("m.py", "scan")
+    calls = []
+    for block in range(2):
+        mixer = ("Net_0", f"Mixer_{block}")
+        calls += [
+            FxCall(2 * block, f"silu_act_{block}", "aten::silu", mixer, act),
+            FxCall(2 * block + 1, f"silu_scan_{block}", "aten::silu", mixer, forward),
+        ]
+    events = []
+    for step in range(2):
+        for block in range(2):
+            mixer = ("Net_0", f"Mixer_{block}")
+            row = 10 * step + 2 * block
+            events += [
+                OpEvent(row, "aten::silu", row * 10, 5, (*mixer, "Act_0"), (act, forward)),
+                OpEvent(row + 1, "aten::silu", row * 10 + 5, 5, mixer, (scan, forward)),
+            ]
+    matched = match_events(events, calls)
+    assert {row: nodes[0] for row, nodes in matched.nodes_of.items()} == {
+        10 * step + 2 * block + kind: f"silu_{('act', 'scan')[kind]}_{block}"
+        for step in range(2)
+        for block in range(2)
+        for kind in range(2)
+    }
+    assert matched.source_disagreements == []
 
 
 def test_eager_fused_kernel_covers_its_modules_unaccounted_calls() -> None:

@@ -45,7 +45,7 @@ class OpEvent:
     ts_ns: int
     dur_ns: int
     chain: tuple[str, ...]
-    frames: frozenset[tuple[str, str]] = frozenset()  # Python frames: (file, function)
+    frames: tuple[tuple[str, str], ...] = ()  # Python frames (file, function), innermost first
     phase: str = "forward"  # of a training step: forward, backward or optimizer
     sequence: int | None = None  # autograd sequence number (`Sequence number` arg)
 
@@ -145,23 +145,42 @@ def module_chain(call_stack: str | None) -> tuple[str, ...]:
     return tuple(reversed(frames))
 
 
-def python_frames(call_stack: str | None) -> frozenset[tuple[str, str]]:
-    """(file, function) of the Python frames `file(N): function` of a verbose call stack.
+def python_frames(call_stack: str | None) -> tuple[tuple[str, str], ...]:
+    """(file, function) of the Python frames `file(N): function` of a verbose call stack,
+    innermost first, each once (at its innermost place).
 
     N is the function's first line there, not the calling line, so only file and function can
     be compared with the exported node's frames.
     """
     if not call_stack:
-        return frozenset()
-    found = set()
+        return ()
+    found: dict[tuple[str, str], None] = {}
     for frame in call_stack.split(";"):
         match = _PY_FRAME_RE.match(frame)
         if match:
-            found.add((match.group(1), match.group(3)))
-    return frozenset(found)
+            found.setdefault((match.group(1), match.group(3)))
+    return tuple(found)
 
 
-def phase_of(frames: frozenset[tuple[str, str]]) -> str:
+def nearest_source(event: OpEvent, candidates: list[FxCall]) -> list[FxCall]:
+    """The candidates whose source frame is the innermost of theirs on the event's call stack;
+    all of them when the stack holds none of their frames (or was not recorded).
+
+    Every enclosing `forward` of a file is on an event's stack, so "the node's frame is on the
+    stack" alone does not tell apart an activation module's call (frame `activations.py:
+    forward`) from a call in the `forward` that invoked it; the innermost frame does. The
+    profiler names modules the exported program never registered (HF Mamba calls a global
+    `ACT2FN` instance), so both calls can share one module chain.
+    """
+    depth = {frame: i for i, frame in enumerate(event.frames)}
+    found = [depth[c.frame] for c in candidates if c.frame is not None and c.frame in depth]
+    if not found:
+        return candidates
+    innermost = min(found)
+    return [c for c in candidates if c.frame is not None and depth.get(c.frame) == innermost]
+
+
+def phase_of(frames: tuple[tuple[str, str], ...]) -> str:
     """The training phase whose capture function is on the call stack; forward by default."""
     for _, function in frames:
         if function in PHASE_FUNCTIONS:
@@ -246,19 +265,14 @@ def match_events(events: Sequence[OpEvent], calls: Sequence[FxCall]) -> EventMat
     result = EventMatch()
     strangers: list[OpEvent] = []
     for event in events:
-        signature = (event.name, event.chain)
-        candidates = exact.get(signature)
-        counter_key: tuple[Any, ...] = signature
-        if not candidates:
-            named = by_name.get(event.name, [])
-            # Without the module chain, the source frame is the next best discriminator.
-            same_source = [c for c in named if c.frame is not None and c.frame in event.frames]
-            candidates = same_source or named
-            counter_key = ("name", event.name, bool(same_source), event.frames)
+        candidates = exact.get((event.name, event.chain)) or by_name.get(event.name, [])
         if not candidates:
             strangers.append(event)
             continue
-        # Every step runs the same program: ranks wrap around from one step to the next.
+        candidates = nearest_source(event, candidates)
+        # Every step runs the same program: ranks wrap around from one step to the next. The
+        # k-th event that competes for these calls is the k-th call.
+        counter_key = tuple(call.node for call in candidates)
         call = candidates[seen[counter_key] % len(candidates)]
         seen[counter_key] += 1
         result.nodes_of[event.row] = (call.node,)
