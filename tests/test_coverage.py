@@ -45,6 +45,8 @@ FULL = Coverage(
         ("mydialect.return", True),
         ("mydialect.yield", True),
         ("mydialect.terminator", True),
+        ("torch.aten._assert_tensor_metadata", True),
+        ("torch.aten._assert_scalar", False),  # computes its predicate from a value
         ("tf.MatMul", False),
         ("stablehlo.add", False),
         ("tf.ReturnValue", False),  # a name containing "Return" is not a terminator

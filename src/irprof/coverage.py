@@ -42,6 +42,9 @@ TRIVIAL_OPS = frozenset(
         "torch.constant.device",
         "torch.prim.ListConstruct",
         "torch.vtensor.literal",
+        # A check of a tensor's dtype, shape and device that torch.export inserts for `.to()`
+        # calls (HF models have dozens): it reads no data, and eager PyTorch never runs it.
+        "torch.aten._assert_tensor_metadata",
         "torch_c.to_builtin_tensor",
         "torch_c.from_builtin_tensor",
         "util.global",
