@@ -185,6 +185,74 @@ def test_the_xla_level_is_annotated(jit_bundle: RunBundle) -> None:
     assert convolutions and all(get_profile(i.op) is not None for i in convolutions)
 
 
+def test_xla_level_ops_with_no_time_are_explained_by_the_compiled_program(
+    jit_bundle: RunBundle,
+) -> None:
+    """GIVEN the XLA level (the cluster's StableHLO before XLA's passes) THEN an op with no time
+    is explained: ran inside another thunk, left no instruction in the compiled program
+    (removed by the compiler), or sits in a function nothing refers to (the HLO importer keeps
+    each reducer's computation as a private function besides the reduce op's own region). None
+    falls back to "no profiled event named after", and the uncalled functions' ops are counted
+    as not executed, not as ops that lower the non-trivial coverage."""
+    text = jit_bundle.ir_path("xla").read_text()
+    private = re.findall(r"func\.func private @([\w.$-]+)\(", text)
+    uncalled = {name for name in private if len(re.findall(rf"@{re.escape(name)}\b", text)) == 1}
+    assert uncalled, "no uncalled reducer function in the capture"
+    module = load_module(text, make_context())
+    in_uncalled = 0
+    for function in module.body.operations:
+        name = function.attributes["sym_name"]
+        if str(name).strip('"') in uncalled:
+            in_uncalled += sum(
+                1
+                for block in function.regions[0].blocks
+                for op in block.operations
+                if op.operation.name != "func.return"
+            )
+    coverage = correlate(jit_bundle, "xla").coverage
+    reasons = [u.reason for u in coverage.unmatched_ops]
+    assert not [r for r in reasons if r.startswith("no profiled event named after")], reasons
+    assert coverage.ops_not_executed >= in_uncalled
+    uncalled_listed = [r for r in reasons if "which nothing in the module calls" in r]
+    assert {r.split("@")[1].split(",")[0] for r in uncalled_listed} <= uncalled
+
+
+UNCALLED_MODULE = """
+func.func private @called(%a: tensor<f32>) -> tensor<f32> {
+  %0 = stablehlo.negate %a : tensor<f32>
+  return %0 : tensor<f32>
+}
+func.func private @reducer(%a: tensor<f32>, %b: tensor<f32>) -> tensor<f32> {
+  %0 = stablehlo.add %a, %b : tensor<f32>
+  return %0 : tensor<f32>
+}
+func.func @main(%x: tensor<4xf32>) -> tensor<f32> {
+  %init = stablehlo.constant dense<0.0> : tensor<f32>
+  %sum = stablehlo.reduce(%x init: %init) applies stablehlo.add across dimensions = [0]
+    : (tensor<4xf32>, tensor<f32>) -> tensor<f32>
+  %neg = func.call @called(%sum) : (tensor<f32>) -> tensor<f32>
+  return %neg : tensor<f32>
+}
+"""
+
+
+def test_only_ops_of_functions_nothing_refers_to_are_uncalled() -> None:
+    """`func.call`'s callee runs, the entry runs, the reduce's own region runs; the reducer's
+    function copy, which no symbol names, does not."""
+    from irprof.frameworks.tf.graph import TfOpIndex
+    from irprof.frameworks.tf.xla import XLA_ENTRY, uncalled_reasons
+
+    view = TfOpIndex.of(load_module(UNCALLED_MODULE, make_context()))
+    found = uncalled_reasons(view, XLA_ENTRY)
+    assert sorted((view.infos[p].op_name, view.function_of[p]) for p in found) == [
+        ("func.return", "reducer"),
+        ("stablehlo.add", "reducer"),
+    ]
+    assert all(
+        why.startswith("in @reducer, which nothing in the module calls") for why in found.values()
+    )
+
+
 def test_a_jit_compiled_lambda_called_from_python_is_joined(lambda_bundle: RunBundle) -> None:
     """GIVEN `tf.function(lambda ..., jit_compile=True)` called from Python (its launching
     event has no display name, so it is no op event) THEN each timed step's launch is found,

@@ -27,10 +27,12 @@ from irprof.frameworks.tf.shapes import RuntimeShapes, shaped_flops
 from irprof.frameworks.tf.training import tf_training_record
 from irprof.frameworks.tf.xla import (
     UNTIMED,
+    XLA_ENTRY,
     XLA_LEVEL,
     borrowed_warning,
     join_xla,
     timed_step_check,
+    uncalled_reasons,
     with_structure_reasons,
 )
 from irprof.mlir.cost_model import estimate_flops, share_weights
@@ -281,7 +283,8 @@ def correlate_module(
     untimed = Ledger()  # the reference steps' stand-ins, when their time is not taken
     # XLA clusters: thunks -> HLO -> TF ops; the events that launched them are no op time.
     ledger = Ledger()
-    xla = join_xla(trace, in_steps, op_rows, view, ledger, options.fused_time_rule)
+    entry = XLA_ENTRY if level == XLA_LEVEL else None
+    xla = join_xla(trace, in_steps, op_rows, view, ledger, options.fused_time_rule, entry)
     op_rows = op_rows[~np.isin(op_rows, list(xla.launch_rows))]
     if level == XLA_LEVEL:
         op_rows = op_rows[:0]  # the XLA level holds the clusters' work only
@@ -327,6 +330,10 @@ def correlate_module(
     warnings += xla.warnings
     reasons, never_ran = tf_op_reasons(bundle, view, ledger, membership)
     reasons, never_ran = with_structure_reasons(reasons, never_ran, ledger, xla, untimed)
+    if entry is not None:
+        uncalled = uncalled_reasons(view, entry)
+        reasons = {**reasons, **uncalled}
+        never_ran = never_ran | set(uncalled)
     # Ran, with no time of their own: cheap ops seen only in the untimed reference steps, and
     # XLA instructions that ran inside other thunks.
     untimed_ops = {

@@ -37,6 +37,7 @@ from irprof.frameworks.tf.graph import TfOpIndex
 from irprof.trace.model import EventKind, Trace
 
 XLA_LEVEL = "xla"  # StableHLO of a `jit_compile` function, TF node names as locations
+XLA_ENTRY = "main"  # the HLO module's ENTRY computation, as the HLO importer names it
 # Instructions that neither compute nor move data (a bitcast only relabels a buffer).
 # (ops, weights, share basis, why none): how one thunk's time is shared.
 _Plan = tuple[list[int], list[float], str, str]
@@ -48,6 +49,10 @@ UNTIMED = (
 )
 LAUNCH = "launches the XLA cluster {module}: its thunks' time is on the ops of @{function}"
 NO_INSTRUCTION = COMPILED + " (XLA folded it or passed it as a parameter: no instruction)"
+UNCALLED = (
+    "in @{function}, which nothing in the module calls: it never runs (an HLO computation "
+    "that the ops applying it hold as a region of their own)"
+)
 
 
 @dataclass
@@ -155,13 +160,20 @@ def _called_function(trace: Trace, row: int) -> str:
 
 
 def _cluster_function(
-    view: TfOpIndex, trace: Trace, launches: Sequence[int], program: HloModuleInfo | None
+    view: TfOpIndex,
+    trace: Trace,
+    launches: Sequence[int],
+    program: HloModuleInfo | None,
+    entry: str | None = None,
 ) -> str | None:
     """The IR function XLA compiled into this module. Candidates: the function a launching
-    event runs (a whole `jit_compile` function runs as one event named after it) and the callees
-    of call ops marked `_XlaMustCompile`; the one naming most of the program's TF nodes wins."""
+    event runs (a whole `jit_compile` function runs as one event named after it), the callees
+    of call ops marked `_XlaMustCompile`, and `entry` (the XLA level's own entry function); the
+    one naming most of the program's TF nodes wins."""
     functions = set(view.function_of)
     candidates = [name for row in launches if (name := _called_function(trace, row)) in functions]
+    if entry in functions:
+        candidates.append(entry)
     for position, callee in view.callee_of.items():
         attributes = view.infos[position].op.attributes
         if "_XlaMustCompile" in attributes and ir.BoolAttr(attributes["_XlaMustCompile"]).value:
@@ -263,8 +275,10 @@ def join_xla(
     view: TfOpIndex,
     ledger: Ledger,
     rule: str,
+    entry: str | None = None,
 ) -> XlaJoin:
-    """Give the timed steps' XLA thunks to the TF ops they ran, in `ledger`."""
+    """Give the timed steps' XLA thunks to the TF ops they ran, in `ledger`. `entry`: the
+    function of `view` that is a compiled program itself (at the XLA level)."""
     join = XlaJoin()
     modules = xla_modules(trace, in_steps)
     # A `jit_compile` function called from Python runs as one event `<f>:<f>` that the reader
@@ -284,7 +298,7 @@ def join_xla(
             busy = union_ns([s for s in inside if s[1] > s[0]])
             join.launch_overhead_ns += max(int(trace.dur_ns[row]) - busy, 0)
         program, why_not = _program(trace, module)
-        function = _cluster_function(view, trace, sorted(launched), program)
+        function = _cluster_function(view, trace, sorted(launched), program, entry)
         join.modules[module] = function or ""
         names = _Names(view, function)
         plans: dict[str, _Plan] = {}
@@ -383,6 +397,36 @@ def with_structure_reasons(
     # Ops XLA left no instruction for did no work: removed by the compiler, like grappler's.
     removed = (never_ran - set(compiled) - set(referenced)) | (join.folded & set(compiled))
     return {**reasons, **referenced, **compiled}, removed
+
+
+def uncalled_reasons(view: TfOpIndex, entry: str) -> dict[int, str]:
+    """The ops of functions other than `entry` that no op of the module refers to (a symbol
+    reference in any attribute: `func.call`'s callee, TF's `f` and `branches`): they never run.
+
+    The HLO importer keeps a reduction's computation as a private function besides the region
+    of each `stablehlo.reduce` that applies it; nothing calls the function.
+    """
+    called = {entry}
+    for info in view.infos:
+        attributes = info.op.attributes
+        for key in attributes:
+            called.update(_symbols(attributes[key]))
+    return {
+        position: UNCALLED.format(function=function)
+        for position, function in enumerate(view.function_of)
+        if function and function not in called
+    }
+
+
+def _symbols(attribute: ir.Attribute) -> list[str]:
+    """The function names a symbol reference (or an array of them) holds."""
+    if isinstance(attribute, ir.FlatSymbolRefAttr):
+        return [attribute.value]
+    if isinstance(attribute, ir.SymbolRefAttr):
+        return [attribute.value[0]]
+    if isinstance(attribute, ir.ArrayAttr):
+        return [name for element in attribute for name in _symbols(element)]
+    return []
 
 
 def borrowed_warning(reference_ns: int) -> str:
