@@ -181,3 +181,24 @@ def test_the_level_asked_for_is_loaded_not_the_first(tmp_path: Path) -> None:
     view = load_top_view(RunBundle(bundle.root), level="tf")
     assert view.level == "tf"
     assert view.profiled.path.endswith("annotated/tf.mlir")
+
+
+def test_untimed_reference_time_is_scaled_to_the_timed_steps(tmp_path: Path) -> None:
+    """Ops recorded only in the reference steps: their time there, times timed steps over
+    reference steps (3 timed, 2 reference: 1 ms -> 1.5 ms); 0 without a record of it."""
+    from irprof.coverage import Coverage
+
+    bundle = bundle_with_steps(tmp_path / "run")
+    assert load_top_view(bundle).table.untimed_ns == 0  # no coverage record
+    bundle.record_coverage(Coverage("tf", 2_000_000, 2_000_000, 4, 3, 3, 3))
+    assert load_top_view(RunBundle(bundle.root)).table.untimed_ns == 0  # none untimed
+    extra = {"untimed_reference_ns": 1_000_000}
+    bundle.record_coverage(Coverage("tf", 2_000_000, 2_000_000, 4, 3, 3, 3, extra=extra))
+    manifest = bundle.manifest()
+    assert manifest.steps == 3
+    options = {**manifest.options, "reference_steps": 2}
+    bundle.write_manifest(dataclasses.replace(manifest, options=options))
+    assert load_top_view(RunBundle(bundle.root)).table.untimed_ns == 1_500_000
+    options = {**manifest.options, "reference_steps": "two"}  # unreadable: unscaled
+    bundle.write_manifest(dataclasses.replace(manifest, options=options))
+    assert load_top_view(RunBundle(bundle.root)).table.untimed_ns == 1_000_000

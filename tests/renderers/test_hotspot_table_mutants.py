@@ -380,3 +380,17 @@ def test_no_location_column_when_no_row_is_placed() -> None:
     placed = (*unplaced, row("main/add", op_name="arith.addf", op_index=add))
     text = render_text(hotspot_rich_table(HotspotTable("op", placed, 6_000, 6_000), module))
     assert "location" in text and "model.py:7:3" in text
+
+
+def test_notes_warn_when_untimed_ops_took_a_twentieth_of_the_profiled_time() -> None:
+    """Ops only the untimed reference steps recorded are out of the shares: from 5% of the
+    profiled time on (the boundary included) `top` says how much and how to count it."""
+    table = HotspotTable("op", (), 0, 2_000_000, stat="median")
+    assert step_notes(replace(table, untimed_ns=99_999)) == ""
+    assert step_notes(replace(table, untimed_ns=100_000)).splitlines() == [
+        "warning: ops the timed steps did not record (seen only in the untimed reference steps) "
+        "took about 100 us over as many steps, 5.0% of the profiled time: the shares leave it "
+        "out; capture with --reference-time to count it"
+    ]
+    assert "150.0% of the profiled time" in step_notes(replace(table, untimed_ns=3_000_000))
+    assert step_notes(HotspotTable("op", (), 0, 0, untimed_ns=5)) == ""  # nothing profiled

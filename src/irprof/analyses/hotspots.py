@@ -74,6 +74,9 @@ class HotspotTable(Tabular):
     outliers: tuple[Outlier, ...] = ()  # op-steps far above their op's median step
     noise: NoiseVerdict | None = None  # how noisy the run's steps were (set by the views)
     oncpu_note: str = ""  # samples of on-CPU time: what was subtracted (set by the views)
+    # Op time only the untimed reference steps recorded, scaled to the timed steps: not in
+    # the rows or in `profiled_ns` (set by the views).
+    untimed_ns: int = 0
 
     @property
     def stat_label(self) -> str:

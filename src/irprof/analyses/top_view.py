@@ -65,14 +65,30 @@ def load_top_view(
         stat=stat,
         typical=samples.typical,
     )
-    noise = bundle.manifest().options.get("noise")
+    manifest = bundle.manifest()
     table = replace(
         table,
-        noise=noise_verdict(step_totals(samples), noise),
+        noise=noise_verdict(step_totals(samples), manifest.options.get("noise")),
         oncpu_note=samples.oncpu_note,
+        untimed_ns=untimed_in_timed_steps(bundle, loaded.level),
     )
     points = None
     if with_roofline:
         points = roofline(table, loaded.profiled, loaded.module, level=loaded.level, peaks=peaks)
     script = model_script(bundle, bundle.manifest())
     return TopView(table=table, profiled=loaded.profiled, script=script, roofline=points)
+
+
+def untimed_in_timed_steps(bundle: RunBundle, level: str) -> int:
+    """The op time only the untimed reference steps recorded (ops the timed steps' tracer
+    level leaves out), scaled from the reference steps to as many steps as were timed; 0 when
+    the level's coverage has none."""
+    coverage = bundle.coverage(level)
+    manifest = bundle.manifest()
+    untimed = coverage.extra.get("untimed_reference_ns") if coverage is not None else None
+    reference_steps = manifest.options.get("reference_steps")
+    if not isinstance(untimed, int) or untimed <= 0:
+        return 0
+    if not isinstance(reference_steps, int) or reference_steps <= 0:
+        return untimed
+    return untimed * manifest.steps // reference_steps

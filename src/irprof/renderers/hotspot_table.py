@@ -197,6 +197,9 @@ def spread_text(row: HotspotRow) -> str:
 
 
 OUTLIERS_SHOWN = 10
+# Op time only the untimed reference steps recorded, as a share of the profiled time, from which
+# `top` says the shares leave out a sizeable part of the run.
+UNTIMED_WARNING_SHARE = 0.05
 
 
 def step_notes(table: HotspotTable) -> str:
@@ -221,6 +224,13 @@ def step_notes(table: HotspotTable) -> str:
         lines.append(table.oncpu_note)
     if table.noise is not None:
         lines += [f"warning: {text}" for text in table.noise.warnings]
+    if table.untimed_ns >= UNTIMED_WARNING_SHARE * table.profiled_ns > 0:
+        lines.append(
+            "warning: ops the timed steps did not record (seen only in the untimed reference "
+            f"steps) took about {format_ns(table.untimed_ns)} over as many steps, "
+            f"{format_share(table.untimed_ns / table.profiled_ns)} of the profiled time: the "
+            "shares leave it out; capture with --reference-time to count it"
+        )
     return "\n".join(lines)
 
 
