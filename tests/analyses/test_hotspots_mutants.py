@@ -299,3 +299,24 @@ def test_a_row_with_two_events_of_its_own_shows_the_first_and_plus_one() -> None
     ]
     keys = {row.op_index: row.key for row in hotspots(ops).rows}
     assert keys == {0: f"{name} [fusion.7 +1]", 1: f"{name} [convolution.3]"}
+
+
+def test_event_groups_that_ran_the_same_kernels_show_the_kernel_they_are_named_after() -> None:
+    """JAX per-example gradients: two reduce fusions at one line (the mean of each parameter's
+    clipped gradients), each holding a broadcast the other's kernel also ran, so no event is
+    a row's own; each group row shows the kernel its group is named after."""
+    name = "jit(step)/reduce_sum"
+
+    def member(index: int, kind: str, ns: int, group: str) -> ProfiledOp:
+        made = op(index, kind, name, ns, group=f"xla:{group}", group_size=2)
+        assert made.profile is not None
+        return replace(made, profile=replace(made.profile, kernels=("ynn_fusion", "ynn_fusion.1")))
+
+    ops = [
+        member(0, "stablehlo.reduce", 600, "ynn_fusion.1"),
+        member(1, "stablehlo.broadcast_in_dim", 100, "ynn_fusion.1"),
+        member(2, "stablehlo.reduce", 300, "ynn_fusion"),
+        member(3, "stablehlo.broadcast_in_dim", 50, "ynn_fusion"),
+    ]
+    keys = sorted(row.key for row in hotspots(ops).rows)
+    assert keys == [f"{name} +1 ops [ynn_fusion.1]", f"{name} +1 ops [ynn_fusion]"]

@@ -346,14 +346,24 @@ def _told_apart(rows: list[HotspotRow], inputs: Mapping[int, tuple[str, ...]]) -
     each) get the function arguments their op reads and no other row of that name reads, as
     `[state.attn.query.kernel.value]`. Rows that still share one (the two convolutions of a
     conv's gradient, for the input and for the kernel) get the trace events only they ran, as
-    the profiler names them: `[ynn_fusion.18]`, `[convolution.5 +1]`. A row with neither keeps
-    the name."""
+    the profiler names them: `[ynn_fusion.18]`, `[convolution.5 +1]`; then event groups whose
+    kernels are all shared (two fusions each holding an op of the other's), the kernel the group
+    is named after. A row with none of these keeps the name."""
     by_arguments = _labelled(
         rows,
         lambda row: inputs.get(row.op_index, ()),
         lambda own: ", ".join(_argument_label(name) for name in own),
     )
-    return _labelled(by_arguments, lambda row: row.kernels, _kernels_label)
+    by_kernels = _labelled(by_arguments, lambda row: row.kernels, _kernels_label)
+    # Event groups that ran the same kernels (each holds an op of the other's): their own.
+    return _labelled(
+        by_kernels, lambda row: [_group_kernel(row.group)] if row.group else [], lambda own: own[0]
+    )
+
+
+def _group_kernel(group: str) -> str:
+    """The kernel an event group is named after: `xla:ynn_fusion.1` -> `ynn_fusion.1`."""
+    return group.partition(":")[2] or group
 
 
 def _labelled(
