@@ -25,10 +25,13 @@ ERROR_PREFIX = "irprof-capture-error: "
 STDERR_TAIL_LINES = 25
 
 
-def check_capture_arguments(script: Path, out: Path, *, steps: int, warmup: int) -> None:
-    """Refuse bad arguments before starting a child process."""
+def check_capture_arguments(
+    script: Path, out: Path, *, steps: int, warmup: int, what: str = "script"
+) -> None:
+    """Refuse bad arguments before starting a child process; `what` names the input (a script,
+    or a model file) in the error when it is missing."""
     if not script.is_file():
-        raise UsageError(f"{script}: no such script")
+        raise UsageError(f"{script}: no such {what}")
     if steps < 1:
         raise UsageError(f"--steps must be at least 1 (got {steps})")
     if warmup < 0:

@@ -124,3 +124,20 @@ def test_a_file_that_is_not_onnx_exits_2_naming_it(
     assert main(["capture", "onnx", str(model_path), "-o", str(run)]) == 2
     assert str(model_path) in capsys.readouterr().err
     assert not run.exists()
+
+
+@pytest.mark.parametrize(
+    ("framework", "name", "what"),
+    [
+        ("onnx", "absent.onnx", "no such ONNX model"),
+        ("onnx", "absent.py", "no such script"),
+        ("iree", "absent.mlir", "no such MLIR file"),
+    ],
+)
+def test_a_missing_model_is_named_for_what_it_is(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], framework: str, name: str, what: str
+) -> None:
+    run = tmp_path / "run"
+    assert main(["capture", framework, str(tmp_path / name), "-o", str(run)]) == 2
+    assert f"{tmp_path / name}: {what}" in capsys.readouterr().err
+    assert not run.exists()

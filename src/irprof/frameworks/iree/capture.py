@@ -70,7 +70,9 @@ def capture_iree(
     """Compile `model` with IREE (llvm-cpu), profile its dispatches, write the bundle `out`."""
     model_path = Path(model)
     out_path = Path(out)
-    check_capture_arguments(model_path, out_path, steps=options.steps, warmup=options.warmup)
+    check_capture_arguments(
+        model_path, out_path, steps=options.steps, warmup=options.warmup, what="MLIR file"
+    )
     if model_path.suffix not in MODEL_SUFFIXES:
         raise UsageError(f"{model_path}: expected an MLIR text file (.mlir)")
     label = model_label(model_path, out_path)

@@ -60,7 +60,8 @@ def capture_onnx(
 
 def _check_arguments(model: Path, out: Path, options: OnnxCaptureOptions) -> None:
     """Refuse bad arguments before starting a child process."""
-    check_capture_arguments(model, out, steps=options.steps, warmup=options.warmup)
+    what = "ONNX model" if model.suffix == ".onnx" else "script"
+    check_capture_arguments(model, out, steps=options.steps, warmup=options.warmup, what=what)
     if model.suffix not in MODEL_SUFFIXES:
         raise UsageError(f"{model}: expected an ONNX model (.onnx) or a script (.py) building one")
     if options.threads < 1:
