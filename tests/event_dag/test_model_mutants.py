@@ -246,6 +246,25 @@ def test_an_empty_selection_gives_an_empty_dag_in_both_modes() -> None:
     assert len(empty) == 0
 
 
+@pytest.mark.parametrize("mode", ["levels", "causal"])
+@pytest.mark.parametrize("events", [0, 1, 3])
+def test_every_column_has_its_dtype_with_any_number_of_nodes(mode: str, events: int) -> None:
+    """No node (an empty list of Python ints is float64 to numpy), one, and three nested
+    ones with a sibling: ids and times int64, edge kinds int8, whatever the mode."""
+    builder = TraceBuilder()
+    track = builder.track(1, 1)
+    for index, (start, dur) in enumerate([(0, 10), (1, 4), (5, 3)][:events]):
+        builder.add(start, dur, track, f"e{index}")
+    dag = build_event_dag(builder.build(), mode)
+    assert len(dag) == events
+    int64 = [dag.level, dag.parent, dag.edge_src, dag.edge_dst, dag.ts_ns, dag.dur_ns, dag.rows]
+    assert [column.dtype for column in int64] == [np.dtype(np.int64)] * len(int64)
+    assert dag.edge_kind.dtype == np.int8
+    # Three: e0 holds e1 and e2, which follow each other (causal: 2 nests and 1 sequence);
+    # e0 and e1 share a point, e2 starts where e1 ends (levels: 2 pairs to the next level).
+    assert dag.edge_count == (0 if events < 2 else {"levels": 2, "causal": 3}[mode])
+
+
 def test_errors_name_the_option_and_the_choices() -> None:
     trace = TraceBuilder().build()
     with pytest.raises(UsageError) as caught:

@@ -110,9 +110,8 @@ def _node_order(trace: Trace, rows: I64) -> I64:
 
 def _depth(parent: I64) -> I64:
     """Nesting depth from parent pointers (parents always precede children in node order)."""
-    depth = np.zeros(len(parent), dtype=np.int64)
     parent_list = parent.tolist()
-    depth_list = depth.tolist()
+    depth_list = [0] * len(parent_list)
     for node, up in enumerate(parent_list):
         if up >= 0:
             depth_list[node] = depth_list[up] + 1
@@ -123,7 +122,7 @@ def _sequence_edges(track: I64, parent: I64, ts: I64, dur: I64) -> tuple[I64, I6
     """Consecutive siblings (same track, same parent) in start order."""
     order = np.lexsort((np.arange(len(ts)), -dur, ts, parent, track))
     same = (track[order][1:] == track[order][:-1]) & (parent[order][1:] == parent[order][:-1])
-    return order[:-1][same].astype(np.int64), order[1:][same].astype(np.int64)
+    return order[:-1][same], order[1:][same]
 
 
 def _flow_edges(trace: Trace, node_of_row: I64) -> tuple[I64, I64, int]:
@@ -177,7 +176,7 @@ def _level_edges(level: I64, max_edges: int) -> tuple[I64, I64]:
         dst_parts.append(np.tile(there, len(here)))
     if not src_parts:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    return np.concatenate(src_parts).astype(np.int64), np.concatenate(dst_parts).astype(np.int64)
+    return np.concatenate(src_parts), np.concatenate(dst_parts)
 
 
 def build_event_dag(
@@ -232,9 +231,9 @@ def build_event_dag(
         kind=trace.kind[rows],
         level=level,
         parent=parent,
-        edge_src=src.astype(np.int64),
-        edge_dst=dst.astype(np.int64),
-        edge_kind=kinds.astype(np.int8),
+        edge_src=src,
+        edge_dst=dst,
+        edge_kind=kinds,
         strings=trace.strings,
         track_labels=tuple(trace.tracks.label(row) for row in range(len(trace.tracks))),
         source=str(trace.metadata.get("source", "")),

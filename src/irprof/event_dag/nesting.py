@@ -23,9 +23,6 @@ def track_order(track: npt.NDArray[np.integer], ts_ns: I64, dur_ns: I64) -> I64:
 def nesting_parents(track: npt.NDArray[np.integer], ts_ns: I64, dur_ns: I64) -> I64:
     """Parent row of each row on its own track (-1 for top-level events)."""
     order = track_order(track, ts_ns, dur_ns)
-    parent = np.full(len(ts_ns), -1, dtype=np.int64)
-    if len(order) == 0:
-        return parent
     order_list = order.tolist()
     tracks = track[order].tolist()
     ends = (ts_ns + dur_ns)[order].tolist()
@@ -42,7 +39,8 @@ def nesting_parents(track: npt.NDArray[np.integer], ts_ns: I64, dur_ns: I64) -> 
         if stack_pos:
             parents_sorted[position] = order_list[stack_pos[-1]]
         stack_pos.append(position)
-    parent[order] = np.asarray(parents_sorted, dtype=np.int64)
+    parent = np.empty(len(order_list), dtype=np.int64)
+    parent[order] = parents_sorted  # every row: `order` is a permutation of them
     return parent
 
 
