@@ -81,3 +81,19 @@ def test_negative_int_ids_before_a_string_id_keep_their_value() -> None:
     # The three points with id -5 share one key; the string id has another.
     keys = points.key.tolist()
     assert keys[0] == keys[1] == keys[2] != keys[3]
+
+
+def test_points_of_one_time_keep_their_file_order() -> None:
+    """`flow_points`' order is time, then file order: 2,000 points on 3 distinct times (an
+    unstable sort of this many reorders equal keys), their file rows ascending within each."""
+    count = 2_000
+    times = [(row * 7919) % 3 for row in range(count)]
+    store = FlowStore()
+    store.add(
+        _fields(count, times), [np.arange(count, dtype=np.int64)], [np.zeros(count, np.bool_)]
+    )
+    points = flow_points(store, lambda pid, tid: np.zeros(len(pid), np.int64))
+    assert points is not None
+    expected = sorted(range(count), key=lambda row: (times[row], row))
+    assert points.order.tolist() == expected
+    assert points.ts_ns.tolist() == [times[row] for row in expected]

@@ -84,7 +84,7 @@ def flow_points(store: FlowStore, track_key: Callable[[Any, Any], I64]) -> FlowP
         ts_ns=ts_ns[order],
         phase=phase,
         bind_enclosing=~((phase == FLOW_END) & binds_next[order]),
-        key=store.column("cat")[order].astype(np.int64) * max(table_size, 1) + id_ids,
+        key=store.column("cat")[order].astype(np.int64) * table_size + id_ids,  # size >= 1
         flow_id=numeric[id_ids],
         order=store.column("row")[order],
     )
