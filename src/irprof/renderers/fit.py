@@ -95,7 +95,7 @@ def fit_table(
 ) -> Table:
     """A rich Table of `columns` that fits `width` with one line per row."""
     fitted = fit_columns(columns, width)
-    table = Table(title=title, title_justify="left", caption=caption or None, expand=False)
+    table = Table(title=title, title_justify="left", caption=caption or None)
     for column, column_width in fitted:
         table.add_column(
             column.title,
