@@ -4,10 +4,15 @@ derives (a name ending in ':' that holds a '/' is a name, not a TF type marker),
 
 from __future__ import annotations
 
+from typing import Any
+
+import pytest
 from iree.compiler import ir
 
+from irprof.mlir import op_index
 from irprof.mlir.context import make_context
 from irprof.mlir.load import load_module
+from irprof.mlir.locations import from_ir
 from irprof.mlir.op_index import OpIndex, derive_op_infos, derive_op_keys
 from irprof.opprofile import OpKey
 
@@ -73,3 +78,64 @@ def test_an_index_of_derived_infos_gives_back_every_op_with_its_key() -> None:
     assert [key for _, key in keyed] == EXPECTED
     assert index.match_positions(OpKey(origin="tf#4")) == [1]
     assert index.match_positions(OpKey(ordinal=2)) == [7]
+
+
+# Two ops whose call-site chains share their caller: the location model's shapes.
+CALLSITES = """
+func.func @g() {
+  "x.a"() : () -> () loc(callsite("a"("m.py":1:1) at "main"("run.py":9:1)))
+  "x.b"() : () -> () loc(callsite("b"("m.py":2:1) at "main"("run.py":9:1)))
+  "x.c"() : () -> () loc(callsite("a"("m.py":1:1) at "main"("run.py":9:1)))
+  return loc(unknown)
+} loc(unknown)
+"""
+
+
+def test_name_chains_are_read_without_the_location_model(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """NameLoc chains ending in a file position or unknown take the fast path (the location
+    model is not called for any op of MODULE, by either walk); a call site takes the model."""
+    called: list[str] = []
+    model = op_index._ModelKeys.__call__
+
+    def spy(self: op_index._ModelKeys, location: ir.Location) -> Any:
+        called.append(str(location))
+        return model(self, location)
+
+    monkeypatch.setattr(op_index._ModelKeys, "__call__", spy)
+    module = load_module(MODULE, make_context())
+    op_index.derive_key_columns(module)
+    derive_op_infos(module)
+    assert called == []
+    op_index.derive_key_columns(load_module(CALLSITES, make_context()))
+    assert len(called) == 3  # the three call sites
+
+
+def test_the_location_model_converts_each_location_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`_ModelKeys` converts a location the first time only (the third op repeats the first's
+    location), and shares the sub-locations of its conversions (the common caller)."""
+    converted: list[str] = []
+
+    def counting(location: ir.Location, memo: Any = None) -> Any:
+        converted.append(str(location))
+        return from_ir(location, memo)
+
+    monkeypatch.setattr(op_index, "from_ir", counting)
+    module = load_module(CALLSITES, make_context())
+    model_keys = op_index._ModelKeys()
+    ops = [op for op in op_index.walk_ops(module) if op.name.startswith("x.")]
+    keys = [model_keys(op.location) for op in ops]
+    assert len(converted) == 2
+    assert keys[0] == keys[2] != keys[1]
+    assert keys[0].name == "a" and keys[1].name == "b"
+    # The caller `"main"("run.py":9:1)` was converted once, for both chains.
+    shared = [loc for attr, loc in model_keys._locs.items() if "run.py" in str(attr)]
+    assert len(shared) >= 1
+
+
+def test_each_fields_table_is_built_once() -> None:
+    index = OpIndex.of_module(load_module(MODULE, make_context()))
+    for key_field in ("name", "source", "origin"):
+        assert index._table(key_field) is index._table(key_field)
+    assert index._table("name") is not index._table("source")
