@@ -7,7 +7,7 @@ from dataclasses import replace
 import pytest
 
 from irprof.analyses.hotspots import hotspots
-from irprof.analyses.profiled_ops import ProfiledOp, name_scope, scope_prefix
+from irprof.analyses.profiled_ops import ProfiledOp, name_scope, scope_depth, scope_prefix
 from irprof.errors import UsageError
 from irprof.opprofile import ProfileData
 
@@ -61,6 +61,11 @@ def test_name_scope_per_framework(name: str, scope: str) -> None:
 def test_scope_prefix_uses_the_scope_separator() -> None:
     assert scope_prefix("a/b/c", 2) == "a/b"
     assert scope_prefix("encoder.layers.0", 2) == "encoder.layers"
+    # ONNX names start with the separator: it is kept, and not a component of its own.
+    assert scope_prefix("/m/encoder/layers.0", 1) == "/m"
+    assert scope_prefix("/m/encoder/layers.0", 2) == "/m/encoder"
+    assert scope_prefix("/m/encoder/layers.0", 9) == "/m/encoder/layers.0"
+    assert scope_depth("/m/encoder/layers.0") == 3 and scope_depth("/m") == 1
 
 
 def test_by_op_ranks_measured_ops_hottest_first() -> None:

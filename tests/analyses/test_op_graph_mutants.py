@@ -73,6 +73,38 @@ def test_a_group_without_room_leaves_the_others_to_open() -> None:
     assert _open_hottest_groups(tops, scopes, 2) == {0: "a", 1: "a", 2: "b/x/1"}
 
 
+@pytest.mark.timeout(30)
+def test_onnx_scopes_with_a_leading_separator_open_like_any_other() -> None:
+    """ONNX node names start with `/` (`/m/encoder/layers.0/attn/MatMul`): their first
+    component is `/m`, not the empty text before the separator. Every scope's depth-1 prefix was
+    "" and opening "" gave "" back: `irprof report` of an exported HF Swin never ended. `/m`
+    opens, then `/m/enc`; `layers.0`'s two children would not fit in 3 nodes."""
+    tops, scopes = _tops(
+        ("/m/enc/layers.0/attn", 50), ("/m/enc/layers.0/mlp", 30), ("/m/enc/layers.1/attn", 10),
+        ("/m/head", 5),
+    )  # fmt: skip
+    assert _open_hottest_groups(tops, scopes, 3) == {
+        0: "/m/enc/layers.0",
+        1: "/m/enc/layers.0",
+        2: "/m/enc/layers.1/attn",  # a single line of scopes opens all the way
+        3: "/m/head",
+    }
+
+
+@pytest.mark.timeout(30)
+def test_a_group_that_opens_into_itself_is_settled(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Should a scope's prefix ever not go deeper (the old reading of a leading separator did
+    not), the group is settled as it is instead of being opened again and again."""
+    import irprof.analyses.op_graph as op_graph
+
+    def first_components(scope: str, depth: int) -> str:
+        return "/".join(scope.split("/")[:depth])  # "" for every "/..." scope
+
+    monkeypatch.setattr(op_graph, "scope_prefix", first_components)
+    tops, scopes = _tops(("/m/a", 5), ("/m/b", 4))
+    assert _open_hottest_groups(tops, scopes, 3) == {0: "", 1: ""}
+
+
 TYPES = ("f32", "f32", "f16", "i32", "i64", "i8", "i16", "index")
 
 

@@ -353,6 +353,9 @@ def _open_hottest_groups(
         children: dict[str, list[int]] = {}
         for pos in members[key]:
             children.setdefault(scope_prefix(scopes[pos], depth), []).append(pos)
+        if list(children) == [key]:  # nothing deeper to open into: never loop on it
+            settled.add(key)
+            continue
         child_time = {c: sum(tops[p].total_ns for p in group) for c, group in children.items()}
         if node_count - 1 + len(children) <= max_nodes:
             opened = list(children)

@@ -185,14 +185,18 @@ def scope_separator(scope: str) -> str:
 
 
 def scope_prefix(scope: str, depth: int) -> str:
-    """The first `depth` components of `scope`."""
+    """The first `depth` components of `scope`, a leading separator kept (ONNX node names
+    start with one: `/encoder/layers.0/...`)."""
     sep = scope_separator(scope)
-    return sep.join(scope.split(sep)[:depth])
+    lead = sep if scope.startswith(sep) else ""
+    return lead + sep.join(scope[len(lead) :].split(sep)[:depth])
 
 
 def scope_depth(scope: str) -> int:
-    """Number of components in `scope` (0 for the empty scope)."""
-    return len(scope.split(scope_separator(scope))) if scope else 0
+    """Number of components in `scope`, a leading separator not counted (0 for the empty
+    scope)."""
+    sep = scope_separator(scope)
+    return len(scope.removeprefix(sep).split(sep)) if scope else 0
 
 
 def _enclosing_function(op: ir.Operation) -> str:
