@@ -45,6 +45,17 @@ def test_the_header_specs_are_int64_features_and_a_mean_ns_score() -> None:
     assert sum(spec.elements for spec in FEATURES) == 15 + 3 * 6
 
 
+def test_int_specs_hold_size_int64_values() -> None:
+    # `_int` builds FEATURES and SCORE at import, before a mutant can be switched on: called
+    # here, its mutants are seen (the header test above checks the specs it built)
+    assert mlgo_features._int("n").to_json() == {
+        "name": "n", "type": "int64_t", "port": 0, "shape": [1]
+    }  # fmt: skip
+    assert mlgo_features._int("dims", 6).to_json() == {
+        "name": "dims", "type": "int64_t", "port": 0, "shape": [6]
+    }  # fmt: skip
+
+
 def test_names_are_the_crc32_of_their_utf8() -> None:
     assert name_id("") == 0
     assert name_id("a") == 0xE8B7BE43

@@ -7,6 +7,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from irprof.errors import TraceFormatError
 from irprof.trace.io import EVENTS_FORMAT, load_events_json, load_parquet
 from irprof.trace.model import Trace
 
@@ -45,10 +46,14 @@ class ParquetReader:
         with path.open("rb") as handle:
             if handle.read(len(PARQUET_MAGIC)) == PARQUET_MAGIC:
                 return load_parquet(path)
-        with tempfile.NamedTemporaryFile(suffix=".parquet") as unpacked:
+        with tempfile.NamedTemporaryFile() as unpacked:
             unpacked.write(data)
             unpacked.flush()
-            return load_parquet(unpacked.name)
+            try:
+                return load_parquet(unpacked.name)
+            except TraceFormatError as exc:  # named after the user's file, not the copy
+                problem = exc.problem.replace(unpacked.name, str(path))
+                raise TraceFormatError(path, f"{problem} (gzipped)", where=exc.where) from exc
 
 
 EVENTS_READER = EventsJsonReader()
