@@ -52,8 +52,7 @@ class ParquetReader:
             try:
                 return load_parquet(unpacked.name)
             except TraceFormatError as exc:  # named after the user's file, not the copy
-                problem = exc.problem.replace(unpacked.name, str(path))
-                raise TraceFormatError(path, f"{problem} (gzipped)", where=exc.where) from exc
+                raise TraceFormatError(path, f"{exc.problem} (gzipped)", where=exc.where) from exc
 
 
 EVENTS_READER = EventsJsonReader()
