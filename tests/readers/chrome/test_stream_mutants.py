@@ -41,8 +41,8 @@ def _refusal(source: Path, tmp_path: Path) -> str:
 @pytest.mark.parametrize(
     ("bad", "field", "problem"),
     [
-        ({"ts": 5e15, "dur": 1}, "ts", "ts = 5000000000000000.0 us is not a finite time within int64 "
-         "nanoseconds (|ts| < 4.6e15 us with the base)"),
+        ({"ts": 5e15, "dur": 1}, "ts", "ts = 5000000000000000.0 us is not a finite time "
+         "within int64 nanoseconds (|ts| < 4.6e15 us with the base)"),
         ({"ts": 4e15, "dur": 7e14}, "dur", "dur = 700000000000000.0 us makes the event end "
          "beyond int64 nanoseconds"),
     ],
