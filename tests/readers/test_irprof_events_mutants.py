@@ -71,6 +71,7 @@ def test_a_plain_parquet_trace_is_read_in_place(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Only a gzipped trace is copied out: a plain one is read where it is."""
+
     def no_copy(*args: object, **kwargs: object) -> None:
         raise AssertionError("a plain Parquet trace was copied")
 
