@@ -20,6 +20,7 @@ import decimal
 import io
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import cast
 
 import msgspec
 import numpy as np
@@ -44,28 +45,35 @@ WHY = {
 }
 
 
+def _is_number(text: bytes) -> bool:
+    """Whether a JSON value's text is a number (the alternatives all start otherwise: a string,
+    true, false, null, an object or an array)."""
+    return text[:1].isdigit() or text[:1] == b"-"
+
+
 def _exact_ns(text: bytes) -> int | None:
-    """Decimal microseconds text -> integer ns, rounded half to even, exactly (any precision);
-    None when the text is not a JSON number or is beyond int64 nanoseconds."""
-    if not text or text[:1] not in b"-0123456789":
-        return None  # a string, true, null, an object...: not a number
-    value = decimal.Decimal(text.decode("ascii"))
-    if not value.is_finite() or value.adjusted() > 18:  # |value| >= 1e19 us
+    """Decimal microseconds text -> integer ns, rounded half to even, exactly (any precision,
+    whatever the caller's `decimal` context); None when the text is not a JSON number or is
+    beyond int64 nanoseconds."""
+    if not _is_number(text):
         return None
-    digits = len(value.as_tuple().digits)
-    exact = decimal.Context(prec=digits + 8, Emax=decimal.MAX_EMAX, Emin=decimal.MIN_EMIN)
-    scaled = value.scaleb(3, context=exact)
-    ns = int(scaled.to_integral_value(rounding=decimal.ROUND_HALF_EVEN, context=exact))
+    value = decimal.Decimal(text.decode())
+    if (
+        value.adjusted() > 15
+    ):  # |value| >= 1e16 us: past 2**62 ns (and no 10**(10**9) for 1e999999999)
+        return None
+    sign, digits, exponent = value.as_tuple()
+    scaled = decimal.Decimal((sign, digits, cast(int, exponent) + 3))  # x 1000: no rounding
+    ns = int(scaled.to_integral_value(rounding=decimal.ROUND_HALF_EVEN))
     return ns if -MAX_ABS_NS < ns < MAX_ABS_NS else None
 
 
 def _refuse(path: Path, field: str, row: int, text: bytes) -> TraceFormatError:
     """The error for the value `text` of `field` at `row` of `traceEvents`."""
     where = f"traceEvents[{row}] field '{field}'"
-    shown = text[:40].decode("utf-8", "replace")
-    if text[:1] in b"-0123456789":
-        number = decimal.Decimal(text.decode("ascii"))
-        return TraceFormatError(path, f"{field} = {float(number)!r} us {WHY[field]}", where=where)
+    shown = text[:40].decode(errors="replace")
+    if _is_number(text):
+        return TraceFormatError(path, f"{field} = {shown} us {WHY[field]}", where=where)
     return TraceFormatError(
         path,
         f"{field} = {shown} is not a number of microseconds (see the Chrome trace event format)",
@@ -73,16 +81,15 @@ def _refuse(path: Path, field: str, row: int, text: bytes) -> TraceFormatError:
     )
 
 
-def parse_ns(text: bytes, count: int) -> tuple[I64, I64]:
-    """ns of the `count` JSON values in `text`, each followed by `,`; and the rows the fast
-    path left (other shapes, or a separator count that does not match): their ns are 0."""
+def parse_ns(text: bytes) -> tuple[I64, dict[int, bytes]]:
+    """ns of the JSON values in `text`, each followed by `,` (a `,` nowhere else), and the text
+    of the rows the fast path leaves to `_exact_ns` (their ns here are meaningless): the values
+    not of the shape `-?D{1,16}(.D{1,24})?`, and those at or beyond 2**62 ns."""
     data = np.frombuffer(_LEAD + text + _PAD, dtype=np.uint8)
     body = data[len(_LEAD) : len(_LEAD) + len(text)]
     separator = body == SEPARATOR
     ends = np.flatnonzero(separator)
-    if len(ends) != count:  # a comma inside a string value: the caller parses them one by one
-        return np.zeros(count, dtype=np.int64), np.arange(count, dtype=np.int64)
-    starts = np.empty(count, dtype=np.int64)
+    starts = np.empty(len(ends), dtype=np.int64)
     starts[:1] = 0
     starts[1:] = ends[:-1] + 1
     negative = body[starts] == ord("-")
@@ -90,50 +97,44 @@ def parse_ns(text: bytes, count: int) -> tuple[I64, I64]:
     dot = body == ord(".")
     point = _points(body, starts, ends, dot)
     odd_bytes = np.flatnonzero(~(digit | separator | dot))
-    odd = np.zeros(count, dtype=np.bool_)
+    odd = np.zeros(len(ends), dtype=np.bool_)
     if len(odd_bytes):
         odd_rows = np.searchsorted(ends, odd_bytes)
         leading_minus = (odd_bytes == starts[odd_rows]) & (body[odd_bytes] == ord("-"))
         odd[odd_rows[~leading_minus]] = True
     first_digit = starts + negative
     int_digits = point - first_digit
-    fraction_digits = np.where(point < ends, ends - point - 1, 0)
+    fraction_digits = np.maximum(ends - point - 1, 0)
     odd |= (
         (int_digits < 1) | (int_digits > MAX_INT_DIGITS) | (fraction_digits > MAX_FRACTION_DIGITS)
     )
-    # 16 integer digits fit int64 ns only below 5e15 us (and anything >= 2**62 ns is refused).
+    # Below 5e15 us, 16 integer digits cannot overflow int64 ns (the range check follows).
     odd |= (int_digits == MAX_INT_DIGITS) & (body[first_digit] > ord("4"))
-    fast = ~odd
-    int_digits = np.where(fast, int_digits, 0)
-    fraction_digits = np.where(fast, fraction_digits, 0)
+    fraction_digits = np.where(odd, 0, fraction_digits)  # gathers stay within the padding
     point += len(_LEAD)  # positions in `data` from here on
     total = _integer_part(data, point, int_digits) * 1000
-    for place in range(min(3, int(fraction_digits.max(initial=0)))):
+    for place in range(min(3, int(fraction_digits.max()))):
         value = data[point + 1 + place].astype(np.int64) - ord("0")
         total += np.where(place < fraction_digits, value, 0) * _POW10[2 - place]
-    if int(fraction_digits.max(initial=0)) > 3:
+    if int(fraction_digits.max()) > 3:
         total += _round_half_even(data, point, fraction_digits, total)
+    odd |= total >= MAX_ABS_NS
     total[negative] *= -1
-    total[odd] = 0
-    return total, np.flatnonzero(odd)
+    rows = np.flatnonzero(odd).tolist()
+    return total, {row: text[int(starts[row]) : int(ends[row])] for row in rows}
 
 
 def _points(body: U8, starts: I64, ends: I64, dot: npt.NDArray[np.bool_]) -> I64:
     """Each value's decimal point, or its end when it has none. A number holds at most one dot
-    (JSON), so each dot is its value's point: looked for first where a trace's usual number of
-    fraction digits puts it (Kineto writes 3), then by a search over every dot."""
+    (JSON), so each dot is its value's point: looked for first where Kineto puts it (3 fraction
+    digits), and when that misses a dot, by a search of every dot's value."""
     point = ends.copy()
-    dots = int(np.count_nonzero(dot))
-    found = 0
-    for fraction_digits in (3, 1, 2, 6):
-        if found == dots:
-            return point
-        candidate = ends - 1 - fraction_digits
-        hit = body[np.maximum(candidate, 0)] == ord(".")
-        hit &= (candidate > starts) & (point == ends)  # within the value, after a digit
-        point[hit] = candidate[hit]
-        found += int(np.count_nonzero(hit))
-    if found != dots:
+    candidate = ends - 4
+    hit = (body[np.maximum(candidate, 0)] == ord(".")) & (
+        candidate > starts
+    )  # within the value, after a digit
+    point[hit] = candidate[hit]
+    if np.count_nonzero(hit) != np.count_nonzero(dot):
         positions = np.flatnonzero(dot)
         point[np.searchsorted(ends, positions)] = positions
     return point
@@ -145,8 +146,8 @@ def _integer_part(data: U8, point: I64, int_digits: I64) -> I64:
     the bytes before the number set to "0", and the digits combined pairwise in 3 steps (SWAR:
     b0*10+b1 per 16-bit lane, then *100 per 32-bit lane, then *10000)."""
     words = np.ndarray((len(data) - 7,), dtype="<u8", buffer=data, strides=(1,))
-    value = _eight_digits(words[point - 8], np.clip(8 - int_digits, 0, 8))
-    if int(int_digits.max(initial=0)) > 8:
+    value = _eight_digits(words[point - 8], np.maximum(8 - int_digits, 0))
+    if int(int_digits.max()) > 8:
         high = _eight_digits(words[point - 16], np.clip(16 - int_digits, 0, 8))
         value += high * np.uint64(10**8)
     return value.astype(np.int64)
@@ -169,13 +170,12 @@ def _eight_digits(words: npt.NDArray[np.uint64], outside: I64) -> npt.NDArray[np
 
 def _round_half_even(data: U8, point: I64, fraction_digits: I64, total: I64) -> I64:
     """1 where the digits past the nanosecond round |ns| up (half to even), else 0."""
-    has_round = fraction_digits > 3
-    first = np.where(has_round, data[point + 4].astype(np.int64) - ord("0"), 0)
+    first = np.where(fraction_digits > 3, data[point + 4], ord("0"))
     beyond = np.zeros(len(total), dtype=np.bool_)
     for place in range(4, int(fraction_digits.max())):
         beyond |= (place < fraction_digits) & (data[point + 1 + place] != ord("0"))
-    half = first == 5
-    up: npt.NDArray[np.bool_] = (first > 5) | (half & (beyond | (total % 2 == 1)))
+    half = first == ord("5")
+    up: npt.NDArray[np.bool_] = (first > ord("5")) | (half & (beyond | (total % 2 == 1)))
     return up.astype(np.int64)
 
 
@@ -241,10 +241,11 @@ class NanosecondColumn:
         if not values:
             return
         joined = b",".join(values)
-        if joined.count(b",") != len(values) - 1:  # a string holding a comma: one by one now
+        if joined.count(b",") != len(values) - 1:  # a value holding a comma is a string
             self._flush()
-            self._add_parsed(np.zeros(len(values), np.int64), [bytes(value) for value in values])
-            return
+            texts = [bytes(value) for value in values]
+            row = next(row for row, text in enumerate(texts) if not _is_number(text))
+            raise self._refuse(row, texts[row])
         self._pending.write(joined)
         self._pending.write(b",")
         self._pending_count += len(values)
@@ -254,7 +255,7 @@ class NanosecondColumn:
     def add_ns(self, values: I64) -> None:
         """Take one chunk's values already in exact ns (`int_ns`, `float_ns`)."""
         self._flush()
-        self._add_parsed(values, [])
+        self._append(values)
 
     def array(self) -> I64:
         """Every value added, in ns (parsing what is pending)."""
@@ -266,34 +267,19 @@ class NanosecondColumn:
     def _flush(self) -> None:
         if not self._pending_count:
             return
-        text, count = self._pending.getvalue(), self._pending_count
+        values, left = parse_ns(self._pending.getvalue())
         self._pending, self._pending_count = io.BytesIO(), 0
-        values, odd = parse_ns(text, count)
-        if len(odd) == 0:
-            self._add_parsed(values, [])
-            return
-        ends = np.flatnonzero(np.frombuffer(text, dtype=np.uint8) == SEPARATOR)
-        starts = np.concatenate([[0], ends[:-1] + 1])
-        pieces = {row: text[int(starts[row]) : int(ends[row])] for row in odd.tolist()}
-        self._add_parsed(values, pieces)
-
-    def _add_parsed(self, values: I64, pieces: dict[int, bytes] | list[bytes]) -> None:
-        """`values` with the rows of `pieces` (row -> text, or every row's text) converted one
-        by one; range-checked."""
-        items = pieces.items() if isinstance(pieces, dict) else enumerate(pieces)
-        for row, piece in items:
-            ns = _exact_ns(piece)
+        for row, text in left.items():
+            ns = _exact_ns(text)
             if ns is None:
-                raise _refuse(self.path, self.field, self.first_row + self.rows + row, piece)
+                raise self._refuse(row, text)
             values[row] = ns
-        bad = np.flatnonzero((values >= MAX_ABS_NS) | (values <= -MAX_ABS_NS))
-        if len(bad):
-            row = int(bad[0])
-            more = f" ({len(bad) - 1} more event(s) like it)" if len(bad) > 1 else ""
-            raise TraceFormatError(
-                self.path,
-                f"{self.field} = {int(values[row]) / 1000!r} us {WHY[self.field]}{more}",
-                where=f"traceEvents[{self.first_row + self.rows + row}] field '{self.field}'",
-            )
+        self._append(values)
+
+    def _append(self, values: I64) -> None:
         self.parts.append(values)
         self.rows += len(values)
+
+    def _refuse(self, row: int, text: bytes) -> TraceFormatError:
+        """The error for `text`, the value at `row` of the values not appended yet."""
+        return _refuse(self.path, self.field, self.first_row + self.rows + row, text)
