@@ -149,7 +149,7 @@ TEXTS = [
     b"12345678901234567", b"0.123456789012345678901234", b"0.1234567890123456789012345",
     b"0.0006", b"0.00051", b"0.000500", b"1000.000500", b"0.00250", b"0.00050", b"1.0015",
     b"-0.0005", b"-0.0015", b"1e5", b"1E-3", b"true", b"null", b'"x"', b"[1]", b'{"a":1}',
-    b"1" * 30, b"1",
+    b"1" * 30, b"0." + b"1" * 40, b"1",
 ]  # fmt: skip
 
 
@@ -166,6 +166,12 @@ def test_the_fast_path_takes_every_plain_number_in_range_and_leaves_the_rest() -
     assert left == {row: text for row, text in enumerate(TEXTS) if not plain(text)}
     taken = {row: int(values[row]) for row, text in enumerate(TEXTS) if plain(text)}
     assert taken == {row: exact_ns(text) for row, text in enumerate(TEXTS) if plain(text)}
+
+
+@pytest.mark.parametrize("texts", [[b"123456789", b"1"], [b"-123456789.25"], [b"12345678"]])
+def test_integer_parts_of_8_and_9_digits(texts: list[bytes]) -> None:
+    values, left = exact.parse_ns(b",".join(texts) + b",")
+    assert left == {} and values.tolist() == [exact_ns(text) for text in texts]
 
 
 @pytest.mark.parametrize("count", [1, 2, 3, 9, 17])

@@ -82,16 +82,15 @@ def _refuse(path: Path, field: str, row: int, text: bytes) -> TraceFormatError:
 
 
 def parse_ns(text: bytes) -> tuple[I64, dict[int, bytes]]:
-    """ns of the JSON values in `text`, each followed by `,` (a `,` nowhere else), and the text
-    of the rows the fast path leaves to `_exact_ns` (their ns here are meaningless): the values
-    not of the shape `-?D{1,16}(.D{1,24})?`, and those at or beyond 2**62 ns."""
+    """ns of the JSON values in `text` (one or more), each followed by `,` (a `,` nowhere
+    else), and the text of the rows the fast path leaves to `_exact_ns` (their ns here are
+    meaningless): the values not of the shape `-?D{1,16}(.D{1,24})?`, and those at or beyond
+    2**62 ns."""
     data = np.frombuffer(_LEAD + text + _PAD, dtype=np.uint8)
     body = data[len(_LEAD) : len(_LEAD) + len(text)]
     separator = body == SEPARATOR
     ends = np.flatnonzero(separator)
-    starts = np.empty(len(ends), dtype=np.int64)
-    starts[:1] = 0
-    starts[1:] = ends[:-1] + 1
+    starts = np.concatenate(([0], ends[:-1] + 1))
     negative = body[starts] == ord("-")
     digit = (body - np.uint8(ord("0"))) < 10
     dot = body == ord(".")
