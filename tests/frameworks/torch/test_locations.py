@@ -6,15 +6,14 @@ from iree.compiler import ir
 
 from irprof.frameworks.torch.locations import (
     FxNodeName,
-    SourceFrame,
     aten_event_name,
     format_stack_trace,
     node_location,
-    parse_stack_trace,
     user_frames,
 )
 from irprof.mlir.keys import location_keys
 from irprof.mlir.locations import from_ir
+from irprof.mlir.python_frames import SourceFrame, parse_stack_trace
 
 TRACE = (
     '  File "/srv/u/proj/model.py", line 21, in forward\n'

@@ -30,6 +30,7 @@ from irprof.frameworks.onnx.graph import (
     source_node_map,
 )
 from irprof.frameworks.onnx.paths import GRAPHS_FILE, LEVEL, OPTIMIZED_MODEL
+from irprof.frameworks.onnx.torch_export import node_name
 from irprof.frameworks.onnx.work import node_work
 from irprof.mlir.locations import render
 from irprof.mlir.op_index import OpInfo, derive_op_infos
@@ -46,10 +47,13 @@ def node_positions(infos: Sequence[OpInfo], graphs: OnnxGraphs) -> dict[str, int
     """Source node name -> position of its op: the operator of the node's op type located by
     the node's name (an initializer may bear the same name as a node)."""
     wanted = {node.name: node.op_type for node in graphs.source.nodes}
+    names = frozenset(wanted)
     found: dict[str, int] = {}
     for position, info in enumerate(infos):
-        name = info.keys.name
-        if name is None or name not in wanted or name in found:
+        if info.keys.name is None:
+            continue
+        name = node_name(info.keys.name, names)
+        if name not in wanted or name in found:
             continue
         if operator_name(info.op).rpartition(".")[2] == wanted[name]:
             found[name] = position
@@ -131,7 +135,8 @@ def _unmatched_reasons(
     reasons: dict[int, str] = {}
     not_executed: set[int] = set()
     for position, info in enumerate(infos):
-        name = info.keys.name
+        raw = info.keys.name
+        name = None if raw is None else node_name(raw, nodes)
         if position in annotated or not operator_name(info.op):
             continue
         if name in initializers and name not in nodes:

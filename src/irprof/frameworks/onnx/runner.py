@@ -40,6 +40,7 @@ from irprof.frameworks.onnx.paths import (
     SOURCE_MODEL,
     TRACE_FILE,
 )
+from irprof.frameworks.onnx.torch_export import stamp_torch_export_locations
 
 OPTIMIZATION_LEVELS = {
     "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
@@ -211,7 +212,8 @@ def split_profile(full: Path, profiled: Path, warmup: int, runs: int) -> int:
 
 def import_mlir(model: onnx.ModelProto) -> str:
     """The model as torch-dialect MLIR (`torch.operator "onnx.*"`), each op located by its
-    node's name (the importer's `Location.name(node.name)`), printed with locations."""
+    node's name (the importer's `Location.name(node.name)`; with the module path and Python
+    frames of a torch.onnx export, see `torch_export.py`), printed with locations."""
     inferred = onnx.shape_inference.infer_shapes(model)
     context = ir.Context()
     info = onnx_importer.ModelInfo(inferred)
@@ -220,6 +222,7 @@ def import_mlir(model: onnx.ModelProto) -> str:
     importer.import_all()
     module.verify()
     stamp_constant_nodes(module, model.graph)
+    stamp_torch_export_locations(module, model.graph)
     return str(module.get_asm(enable_debug_info=True))
 
 

@@ -5,12 +5,13 @@ Design notes: docs/pytorch.md, "Module notes", `frameworks/torch/locations.py`.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import PurePath, PurePosixPath
 
 from iree.compiler import ir
+
+from irprof.mlir.python_frames import SourceFrame, frames_location
 
 NAME_SEPARATOR = "|"
 # The capture runs each phase of a training step in a Python function of these names, so a
@@ -20,17 +21,6 @@ PHASE_FUNCTIONS = {
     "irprof_backward_phase": "backward",
     "irprof_optimizer_phase": "optimizer",
 }
-# torch.export's `stack_trace` is a Python traceback text, outermost frame first.
-_FRAME_RE = re.compile(r'File "([^"]+)", line ([0-9]+), in ([^\n]+)')
-
-
-@dataclass(frozen=True)
-class SourceFrame:
-    """One Python frame of a node's stack trace: file (relative), line, function."""
-
-    file: str
-    line: int
-    function: str
 
 
 @dataclass(frozen=True)
@@ -51,16 +41,6 @@ class FxNodeName:
         if len(parts) != 3 or not parts[1]:
             return None
         return FxNodeName(parts[0], parts[1], parts[2])
-
-
-def parse_stack_trace(stack_trace: str | None) -> list[tuple[str, int, str]]:
-    """(absolute file, line, function) of each frame of a traceback text, outermost first."""
-    if not stack_trace:
-        return []
-    return [
-        (file, int(line), function.strip())
-        for file, line, function in _FRAME_RE.findall(stack_trace)
-    ]
 
 
 def format_stack_trace(frames: Sequence[SourceFrame]) -> str:
@@ -115,17 +95,6 @@ def user_frames(
         )
         for file, line, function in kept
     )
-
-
-def frames_location(frames: Sequence[SourceFrame], context: ir.Context) -> ir.Location:
-    """The call-site chain of `frames` (outermost first) as the FX importer builds it."""
-    if not frames:
-        return ir.Location.unknown(context)
-    # Column 0: Python tracebacks give lines only, like the importer's own locations.
-    locations = [ir.Location.file(f.file, f.line, 0, context) for f in frames]
-    if len(locations) == 1:
-        return locations[0]
-    return ir.Location.callsite(locations[-1], locations[-2::-1], context)
 
 
 def node_location(

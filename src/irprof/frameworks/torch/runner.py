@@ -36,11 +36,9 @@ from irprof.frameworks.torch.decomposition import (
 )
 from irprof.frameworks.torch.locations import (
     FxNodeName,
-    SourceFrame,
     format_stack_trace,
     module_class_name,
     node_location,
-    parse_stack_trace,
     user_frames,
 )
 from irprof.frameworks.torch.lowering import (
@@ -56,6 +54,7 @@ from irprof.frameworks.torch.steps_runner import (
     model_spec,
     profile_model,
 )
+from irprof.mlir.python_frames import SourceFrame, parse_stack_trace
 
 FX_NODES_FILE = "ir/torch.fx.json"
 TRACE_FILE = "trace/torch.pt.trace.json.gz"
