@@ -126,6 +126,19 @@ def test_namespaces_are_the_scopes_else_the_runtime_names_prefix() -> None:
     assert main["6"].namespace == "Xlead/X"  # slashes around it stripped, only them
 
 
+def test_a_torch_module_path_is_one_layer_per_module() -> None:
+    """torch scopes are module paths (`enc.layers.0.attn`: `layers` a ModuleList, `0` its
+    first block): each module a layer, as Model Explorer's own PyTorch adapter nests them."""
+    with make_context():
+        module = ir.Module.parse(MODULE)
+        ops = list(profiled_ops_of(module).ops)
+        ops[1] = replace(ops[1], scope="enc.layers.0.attn")
+        ops[3] = replace(ops[3], scope="", runtime_name="head|linear_2|aten.linear")
+        main = _nodes(explorer_graphs(module, ProfiledModule("x", tuple(ops), {}), "t"), "main")
+    assert main["0"].namespace == "enc/layers/0/attn"
+    assert main["2"].namespace == ""  # no scope, and a runtime name with no `/`
+
+
 def test_attributes_carry_the_location_source_and_profile() -> None:
     main = _nodes(_graphs(), "main")
     assert main["0"].attrs == [

@@ -19,7 +19,7 @@ from iree.compiler import ir
 
 from irprof.analyses.annotated_level import load_annotated_level
 from irprof.analyses.model_explorer_ids import ExplorerNode, explorer_node_ids
-from irprof.analyses.profiled_ops import ProfiledModule, ProfiledOp
+from irprof.analyses.profiled_ops import ProfiledModule, ProfiledOp, scope_separator
 from irprof.bundle import RunBundle
 
 
@@ -64,8 +64,12 @@ def _attrs(op: ProfiledOp) -> list[dict[str, str]]:
 
 
 def _namespace(op: ProfiledOp) -> str:
-    """The op's name scope as Model Explorer's `a/b/c` layers (no scope: the top level)."""
+    """The op's name scope as Model Explorer's `a/b/c` layers (no scope: the top level); a
+    torch module path (`enc.layers.0`) gives one layer per module, as Model Explorer's own
+    PyTorch adapter nests them."""
     scope = op.scope or op.runtime_name.rpartition("/")[0]
+    if scope_separator(scope) == ".":
+        scope = scope.replace(".", "/")
     return scope.strip("/")
 
 
