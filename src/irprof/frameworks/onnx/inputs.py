@@ -26,6 +26,7 @@ class InputSpec:
     name: str
     dtype: str
     dims: tuple[int | str | None, ...]
+    high: int = INTEGER_HIGH  # integers: random values in [0, high)
 
     def render(self) -> str:
         """`name: dtype[d0,d1,...]`, symbols by name, unknown dims as `?`."""
@@ -73,7 +74,7 @@ def random_inputs(
         if dtype == np.bool_:
             feeds[spec.name] = rng.random(shape) < 0.5
         elif np.issubdtype(dtype, np.integer):
-            feeds[spec.name] = rng.integers(0, INTEGER_HIGH, size=shape).astype(dtype)
+            feeds[spec.name] = rng.integers(0, spec.high, size=shape).astype(dtype)
         elif np.issubdtype(dtype, np.floating):
             feeds[spec.name] = rng.standard_normal(shape).astype(dtype)
         else:

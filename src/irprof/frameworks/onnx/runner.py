@@ -29,7 +29,14 @@ from irprof.capture.entry import EntryError, load_entry, package_versions
 from irprof.capture.subprocess_run import ERROR_PREFIX  # the parent shows such lines as the error
 from irprof.errors import UsageError
 from irprof.fileio import write_bytes_atomic, write_text_atomic
-from irprof.frameworks.onnx.inputs import InputSpec, npz_inputs, parse_dims, random_inputs
+from irprof.frameworks.onnx.index_inputs import index_bounds
+from irprof.frameworks.onnx.inputs import (
+    INTEGER_HIGH,
+    InputSpec,
+    npz_inputs,
+    parse_dims,
+    random_inputs,
+)
 from irprof.frameworks.onnx.paths import (
     FULL_TRACE_FILE,
     GRAPHS_FILE,
@@ -93,8 +100,10 @@ def name_nodes(graph: onnx.GraphProto, taken: set[str]) -> list[str]:
 
 
 def input_specs(graph: onnx.GraphProto) -> list[InputSpec]:
-    """The graph's real inputs (initializers listed as inputs are weights, not fed)."""
+    """The graph's real inputs (initializers listed as inputs are weights, not fed); an integer
+    input that indexes a table takes random values below its size (`index_inputs.py`)."""
     weights = {init.name for init in graph.initializer}
+    bounds = index_bounds(graph)
     specs = []
     for value in graph.input:
         if value.name in weights:
@@ -109,7 +118,8 @@ def input_specs(graph: onnx.GraphProto) -> list[InputSpec]:
                 dims.append(int(dim.dim_value))
             else:
                 dims.append(dim.dim_param or None)
-        specs.append(InputSpec(value.name, dtype, tuple(dims)))
+        high = min(INTEGER_HIGH, bounds.get(value.name, INTEGER_HIGH))
+        specs.append(InputSpec(value.name, dtype, tuple(dims), high))
     return specs
 
 
