@@ -69,3 +69,32 @@ def test_capture_torch_refuses_an_unknown_mode_and_train_with_iree(
     )
     assert "--mode train profiles eager PyTorch only" in capsys.readouterr().err
     assert not (tmp_path / "run").exists()
+
+
+COND_MODEL = """
+import torch
+
+
+class Gate(torch.nn.Module):
+    def forward(self, x):
+        return torch.cond(x.sum() > 0, lambda x: x * 2, lambda x: x - 1, (x,))
+
+
+def irprof_model():
+    return {"model": Gate(), "inputs": (torch.ones(3),)}
+"""
+
+
+@pytest.mark.timeout(600)
+def test_capture_torch_names_control_flow_the_importer_cannot_take(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """torch.cond exports, but IREE's FX importer has no form for it: exit 2 naming the
+    script and the construct, instead of a traceback, and no bundle."""
+    script = tmp_path / "gate.py"
+    script.write_text(COND_MODEL)
+    assert main(["capture", "torch", str(script), "-o", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err
+    assert f"{script}: IREE's FX importer cannot import the exported program" in err
+    assert "'cond'" in err and "Traceback" not in err
+    assert not (tmp_path / "run").exists()

@@ -354,7 +354,14 @@ def write_ir(
     lowered_program, decomposition = decompose_recorded(program, args.decompose)
     context = ir.Context()
     relativize_stack_traces(lowered_program, str(script.parent))
-    torch_module = import_program(lowered_program, context)
+    try:
+        torch_module = import_program(lowered_program, context)
+    except NotImplementedError as error:  # the importer's word for a construct it lacks
+        raise ScriptError(
+            f"{args.script}: IREE's FX importer cannot import the exported program: {error} "
+            "(control flow such as torch.cond or torch.while_loop has no torch-dialect form "
+            "there; capture the branches as separate models)"
+        ) from error
     stamp_torch_level(torch_module)
     write_text_atomic(bundle.ir_path("torch"), print_module(torch_module))
     if "linalg" not in levels:
