@@ -51,7 +51,8 @@ def _check_source(
             if len(source) > limits.max_bytes:
                 raise MlirError(
                     f"{source_name}: {len(source) / 2**20:.0f} MiB of MLIR bytecode is over the "
-                    f"limit of {limits.max_bytes / 2**20:.0f} MiB; raise it with --max-mlir-mb"
+                    f"limit of {limits.max_bytes / 2**20:.0f} MiB; `irprof opt` and `irprof graph` "
+                    "raise it with --max-mlir-mb"
                 )
             probe_bytecode(source, source_name)
             return

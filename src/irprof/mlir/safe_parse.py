@@ -41,8 +41,10 @@ T = TypeVar("T")
 # `"` ... `"` on one line; `//` comments run to the end of the line.
 _STRING_OR_COMMENT = re.compile(rb'"[^"\\\n]*(?:\\.[^"\\\n]*)*"|//[^\n]*')
 _BRACKETS = b"([{<)]}>"
-_NOT_BRACKETS = bytes(byte for byte in range(256) if byte not in _BRACKETS + b"-=")
-# After the deletion above only brackets, `-` and `=` remain; `->`, `>=`, `<=` are not brackets.
+_NOT_BRACKETS = bytes(byte for byte in range(256) if byte not in _BRACKETS)
+# `->`, `>=`, `<=` are not brackets: removed from the text before everything but brackets is
+# (after, `dense<-1>` would read `<->` and lose its `>` to a false arrow).
+_NOT_NESTING = (b"->", b">=", b"<=")
 _DEPTH_STEP = bytes(
     1 if chr(byte) in "([{<" else 255 if chr(byte) in ")]}>" else 0 for byte in range(256)
 )
@@ -101,7 +103,9 @@ def _masked(data: bytes) -> bytes:
 
 def _deepest_offset(masked: bytes, limit: int) -> int:
     """Offset of the first bracket that opens level `limit + 1` in same-length masked text."""
-    text = masked.replace(b"->", b"  ").replace(b">=", b"  ").replace(b"<=", b"  ")
+    text = masked
+    for pair in _NOT_NESTING:
+        text = text.replace(pair, b"  ")
     steps = np.frombuffer(text.translate(_DEPTH_STEP), dtype=np.int8)
     depth = _clipped_depth(steps)
     return int(np.argmax(depth > limit))
@@ -119,7 +123,7 @@ def prescan_mlir(data: bytes, source_name: str, limits: ParseLimits = DEFAULT_LI
         raise MlirError(
             f"{source_name}: {len(data) / 2**20:.0f} MiB of MLIR is over the limit of "
             f"{limits.max_bytes / 2**20:.0f} MiB (loading takes ~11x the file size in memory); "
-            "raise it with --max-mlir-mb"
+            "`irprof opt` and `irprof graph` raise it with --max-mlir-mb"
         )
     nul = data.find(b"\0")
     if nul >= 0:
@@ -141,17 +145,19 @@ def prescan_mlir(data: bytes, source_name: str, limits: ParseLimits = DEFAULT_LI
         raise MlirError(
             f"{source_name}:{_line_col(data, offset)}: a number with more than "
             f"{limits.max_digits} digits (parsing it takes time cubic in its length); "
-            "raise the limit with --max-mlir-digits"
+            "`irprof opt` and `irprof graph` raise the limit with --max-mlir-digits"
         )
+    for pair in _NOT_NESTING:
+        stripped = stripped.replace(pair, b"")
     brackets = stripped.translate(None, _NOT_BRACKETS)
-    brackets = brackets.replace(b"->", b"").replace(b">=", b"").replace(b"<=", b"")
     steps = np.frombuffer(brackets.translate(_DEPTH_STEP), dtype=np.int8)
     if steps.size and int(_clipped_depth(steps).max()) > limits.max_nesting:
         offset = _deepest_offset(_masked(data), limits.max_nesting)
         raise MlirError(
             f"{source_name}:{_line_col(data, offset)}: nesting deeper than "
             f"{limits.max_nesting} levels of brackets/braces (the MLIR parser recurses per level "
-            "and would overflow its stack); raise the limit with --max-mlir-nesting"
+            "and would overflow its stack); `irprof opt` and `irprof graph` raise the limit with "
+            "--max-mlir-nesting"
         )
 
 
