@@ -19,9 +19,20 @@ from irprof.correlate.base import CorrelationOptions
 from irprof.errors import CaptureError, UsageError
 from irprof.frameworks.torch.capture import TorchCaptureOptions, capture_torch
 from irprof.frameworks.torch.correlate import CORRELATOR, load_torch_run
-from irprof.frameworks.torch.events import FxCall, FxProgram, match_events, top_level_op_events
+from irprof.frameworks.torch.events import (
+    FxCall,
+    FxProgram,
+    OpEvent,
+    match_events,
+    top_level_op_events,
+)
 from irprof.frameworks.torch.locations import FxNodeName
-from irprof.frameworks.torch.training import ENGINE_PREFIX, link_backward
+from irprof.frameworks.torch.training import (
+    ENGINE_PREFIX,
+    GRAD_MODE_REASON,
+    link_backward,
+    nested_grad_ops_ns,
+)
 from irprof.trace.builder import TraceBuilder
 from irprof.trace.model import EventKind, Trace
 
@@ -329,3 +340,116 @@ def test_an_entry_taking_mode_is_called_with_train_and_a_lambda_loss_leaves_no_i
         text = bundle.ir_path(level).read_text()
         assert package not in text and "steps_runner.py" not in text, level
         assert "aten.mse" in text or "aten.pow" in text or "aten.mul" in text  # the loss's ops
+
+
+def _checkpointed_node(builder: TraceBuilder, track: int, start: int) -> tuple[int, int]:
+    """An engine event as activation checkpointing leaves it: the node's own event around
+    110 ns of checkpoint machinery, a recompute (two forward ops with sequence numbers, one
+    op inside the first, and a view without one between them), 105 ns more, then the node's
+    own `aten::mul` (5 ns). Returns (engine row, the node's own ns)."""
+    engine = builder.add(start, 1000, track, ENGINE_PREFIX + "MulBackward0", OP, {})
+    builder.add(start + 1, 998, track, "MulBackward0", OP, {"Sequence number": 7})
+    first = start + 110
+    builder.add(first, 300, track, "aten::layer_norm", OP, {"Sequence number": 3})
+    builder.add(first + 10, 200, track, "aten::native_layer_norm", OP, {"Sequence number": 3})
+    builder.add(first + 320, 20, track, "aten::view", OP, {})
+    builder.add(first + 360, 400, track, "aten::addmm", OP, {"Sequence number": 4})
+    builder.add(start + 990, 5, track, "aten::mul", OP, {})  # after the recompute: the node's
+    builder.add(start + 991, 2, track, "aten::empty", OP, {})  # inside the mul: counted once
+    return engine, 5
+
+
+def test_a_backward_node_that_recomputes_forward_code_keeps_only_its_own_ops() -> None:
+    # GIVEN a checkpointed node and a plain one (its mul without a sequence number)
+    builder = TraceBuilder()
+    track = builder.track(1, 1)
+    engine, own = _checkpointed_node(builder, track, 10_000)
+    plain = builder.add(20_000, 50, track, ENGINE_PREFIX + "MmBackward0", OP, {})
+    builder.add(20_001, 48, track, "MmBackward0", OP, {"Sequence number": 9})
+    builder.add(20_002, 40, track, "aten::mm", OP, {})
+    builder.add(0, 30_000, track, "ProfilerStep#1", EventKind.STEP)
+    trace = builder.build(sort=False)
+    events = [
+        OpEvent(row, trace.name_of(row), int(trace.ts_ns[row]), int(trace.dur_ns[row]), (),
+                phase="backward")
+        for row in (engine, plain)
+    ]  # fmt: skip
+    # THEN the checkpointed node keeps the ns of its own mul; the plain node is untouched
+    assert nested_grad_ops_ns(trace, events) == {engine: 1000 - own}
+
+
+def test_a_forward_event_is_never_carved() -> None:
+    builder = TraceBuilder()
+    track = builder.track(1, 1)
+    engine, _ = _checkpointed_node(builder, track, 10_000)
+    trace = builder.build(sort=False)
+    event = OpEvent(engine, trace.name_of(engine), 10_000, 1000, (), phase="forward")
+    assert nested_grad_ops_ns(trace, [event]) == {}
+
+
+CHECKPOINTED = """
+import torch
+from torch import nn
+from torch.utils.checkpoint import checkpoint
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.block = nn.Sequential(nn.LayerNorm(64), nn.Linear(64, 256), nn.GELU(),
+                                   nn.Linear(256, 64), nn.Dropout(0.1))
+        self.head = nn.Linear(64, 4)
+
+    def forward(self, x):
+        return self.head(x + checkpoint(self.block, x, use_reentrant=False))
+
+
+def irprof_model():
+    torch.manual_seed(0)
+    net = Net()
+    return {"model": net, "inputs": (torch.randn(32, 64),),
+            "targets": (torch.randint(0, 4, (32,)),), "loss": nn.functional.cross_entropy,
+            "optimizer": torch.optim.SGD(net.parameters(), lr=0.1)}
+"""
+
+
+@pytest.mark.timeout(900)
+def test_checkpointing_recompute_is_its_own_gap_not_a_backward_nodes_time(tmp_path: Path) -> None:
+    """Activation checkpointing reruns the block's forward inside the backward node that first
+    needs a saved tensor: the node's event holds the whole recompute. That time is listed
+    apart with its reason, so the node is not ranked for the block's forward work."""
+    script = tmp_path / "ckpt.py"
+    script.write_text(CHECKPOINTED)
+    run = tmp_path / "run"
+    options = TorchCaptureOptions(mode="train", steps=3, levels=("torch",))
+    capture_torch(script, run, options)
+    result = CORRELATOR.correlate(RunBundle(run), "torch", CorrelationOptions())
+    coverage = result.coverage
+    # The recomputed forward ops, found in the trace by the test: framework ops with a sequence
+    # number nested in a backward engine event, other than its node's own event (outermost).
+    trace = load_torch_run(RunBundle(run)).trace
+    ops = [
+        (row, int(trace.ts_ns[row]), int(trace.end_ns[row]), int(trace.track[row]),
+         trace.name_of(row), "Sequence number" in trace.args(row))
+        for row in trace.rows_of_kind(OP).tolist()
+    ]  # fmt: skip
+    engines = [op for op in ops if op[4].startswith(ENGINE_PREFIX)]
+    recomputed = 0
+    for engine, start, end, track, name, _ in engines:
+        own = name.removeprefix(ENGINE_PREFIX)
+        inside = sorted(
+            (s, e)
+            for row, s, e, t, n, sequence in ops
+            if sequence and t == track and row != engine and start <= s and e <= end and n != own
+        )
+        reach = -1
+        for s, e in inside:
+            if s >= reach:
+                recomputed, reach = recomputed + e - s, e
+    assert recomputed > 0  # the capture did recompute inside backward
+    gap = sum(e.total_ns for e in coverage.unmatched_events if e.reason == GRAD_MODE_REASON)
+    engine_ns = sum(end - start for _, start, end, _, _, _ in engines)
+    assert recomputed <= gap < engine_ns
+    # conserved: attributed plus every listed event is the profiled time
+    listed = sum(e.total_ns for e in coverage.unmatched_events)
+    assert coverage.attributed_ns + listed == coverage.profiled_ns

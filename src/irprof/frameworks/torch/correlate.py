@@ -32,9 +32,11 @@ from irprof.frameworks.torch.linalg import correlate_linalg_level
 from irprof.frameworks.torch.locations import FxNodeName
 from irprof.frameworks.torch.reference import borrow_call_stacks, split_by_step
 from irprof.frameworks.torch.training import (
+    GRAD_MODE_REASON,
     OPTIMIZER_REASON,
     BackwardLinks,
     link_backward,
+    nested_grad_ops_ns,
     torch_training_record,
 )
 from irprof.mlir.cost_model import share_weights
@@ -187,6 +189,7 @@ class _Attribution:
     ledger: Ledger
     matched: EventMatch
     attributed_rows: set[int]
+    carved: dict[int, int]  # attributed event row -> its ns left unattributed (nested grad ops)
 
 
 def _event_nodes(
@@ -227,10 +230,13 @@ def attribute_events(run: TorchRun, infos: Sequence[OpInfo], rule: str) -> _Attr
     forward = [e for e in run.events if e.phase == "forward" and e.row not in run.unaligned]
     matched = match_steps(run.trace, forward, run.program.calls)
     backward = None
+    nested: dict[int, int] = {}
     if run.program.mode == "train":
         backward = link_backward(run.trace, run.events, matched.nodes_of, run.program)
+        nested = nested_grad_ops_ns(run.trace, run.events)
     ledger = Ledger()
     attributed: set[int] = set()
+    carved: dict[int, int] = {}
     for event in run.events:
         if event.row in run.unaligned:
             ledger.unattributed(event.name, event.dur_ns, run.unaligned[event.row])
@@ -257,13 +263,18 @@ def attribute_events(run: TorchRun, infos: Sequence[OpInfo], rule: str) -> _Attr
         weights, basis = call_share_weights(infos, positions, rule)
         how = f" ({backward.how[event.row]})" if backward and event.row in backward.how else ""
         how += absorbed
+        own_ns = event.dur_ns
+        if nested.get(event.row):
+            carved[event.row] = nested[event.row]
+            own_ns -= nested[event.row]
+            ledger.unattributed(f"{event.name}: nested ops", nested[event.row], GRAD_MODE_REASON)
         ledger.record(
-            event.name, event.ts_ns, event.dur_ns, positions, weights=weights, basis=basis,
+            event.name, event.ts_ns, own_ns, positions, weights=weights, basis=basis,
             group=f"{kind}:" + "+".join(nodes),
             source=f"torch.profiler:{kind.removeprefix('torch')}" + "+".join(sorted(nodes)) + how,
         )  # fmt: skip
         attributed.add(event.row)
-    return _Attribution(ledger, matched, attributed)
+    return _Attribution(ledger, matched, attributed, carved)
 
 
 def correlate_torch_level(
@@ -289,7 +300,7 @@ def correlate_torch_level(
         )
     training = None
     if run.program.mode == "train":
-        training = torch_training_record(run.events, done.attributed_rows)
+        training = torch_training_record(run.events, done.attributed_rows, done.carved)
     return finish_level(
         ledger,
         infos,
@@ -310,7 +321,12 @@ def correlate_torch_level(
         step_check=check_step_times(
             step_windows(run.trace, nested=False),
             [
-                CountedSpan(e.ts_ns, e.ts_ns + e.dur_ns, int(run.trace.track[e.row]), e.dur_ns)
+                CountedSpan(
+                    e.ts_ns,
+                    e.ts_ns + e.dur_ns,
+                    int(run.trace.track[e.row]),
+                    e.dur_ns - done.carved.get(e.row, 0),
+                )
                 for e in run.events
                 if e.row in done.attributed_rows
             ],

@@ -23,6 +23,11 @@ OPTIMIZER_REASON = (
     "optimizer step (its own bucket): torch.optim updating parameters, which no op of the "
     "model's IR computes"
 )
+GRAD_MODE_REASON = (
+    "ops run with grad mode on inside a backward node (activation checkpointing recomputing "
+    "forward code, or a backward with create_graph=True): not the node's own work, and not "
+    "joined to forward calls"
+)
 
 
 @dataclass
@@ -172,19 +177,66 @@ def _link_accumulation(
     links.how[event.row] = f"gradient accumulation into {parameter}"
 
 
+def nested_grad_ops_ns(trace: Trace, events: Sequence[OpEvent]) -> dict[int, int]:
+    """Backward engine event row -> its ns that are not its node's own work, for the nodes that
+    ran ops building autograd nodes (they carry a `Sequence number`, which an op records only
+    with grad mode on, and grad mode is off in a plain backward): forward code run again inside
+    the node by activation checkpointing, or the graph of a `create_graph=True` backward.
+
+    Such a node's own work is taken as the ops it ran outside the span of those ops (the
+    `aten::mul` of a `MulBackward0` after the recompute); the rest, the recomputed ops, the
+    Python between them and the checkpoint's own machinery around them, is not the node's.
+    """
+    engine = [e for e in events if e.phase == "backward" and e.name.startswith(ENGINE_PREFIX)]
+    if not engine:
+        return {}
+    index = TopLevelIndex(trace, engine)
+    own_node = {e.row: e.name.removeprefix(ENGINE_PREFIX) for e in engine}
+    rows = trace.rows_of_kind(EventKind.FRAMEWORK_OP).tolist()
+    grad_on: dict[int, list[tuple[int, int]]] = defaultdict(list)
+    others: dict[int, list[tuple[int, int]]] = defaultdict(list)
+    for row, args in zip(rows, trace.args_many(rows), strict=True):
+        owner = index.owner(row)
+        if owner is None or owner == row or trace.name_of(row) == own_node[owner]:
+            continue
+        span = (int(trace.ts_ns[row]), int(trace.end_ns[row]))
+        sequence = args.get(SEQUENCE_ARG)
+        (grad_on if isinstance(sequence, int) else others)[owner].append(span)
+    durations = {e.row: e.dur_ns for e in engine}
+    carved: dict[int, int] = {}
+    for owner, found in grad_on.items():
+        first, last = min(start for start, _ in found), max(end for _, end in found)
+        outside = [span for span in others[owner] if span[1] <= first or span[0] >= last]
+        carved[owner] = durations[owner] - _outermost_ns(outside)
+    return carved
+
+
+def _outermost_ns(spans: list[tuple[int, int]]) -> int:
+    """Sum of the spans not inside another (spans of one thread nest or are disjoint)."""
+    total, reach = 0, -1
+    for start, end in sorted(spans, key=lambda span: (span[0], -span[1])):
+        if start >= reach:
+            total += end - start
+            reach = end
+    return total
+
+
 def torch_training_record(
     events: Sequence[OpEvent],
     attributed_rows: set[int],
+    carved: Mapping[int, int] | None = None,
 ) -> dict[str, Any]:
     """Per-phase time: `phases_ns` (attributed forward and backward time, the optimizer bucket,
-    the unattributed rest; they add up to the profiled time) and `phases_profiled_ns`."""
+    the unattributed rest; they add up to the profiled time) and `phases_profiled_ns`.
+    `carved`: ns of attributed events left unattributed (`nested_grad_ops_ns`)."""
+    carved = carved or {}
     profiled = dict.fromkeys(("forward", "backward", "optimizer"), 0)
     attributed = dict.fromkeys(("forward", "backward"), 0)
     for event in events:
         phase = event.phase if event.phase in profiled else "forward"
         profiled[phase] += event.dur_ns
         if phase in attributed and event.row in attributed_rows:
-            attributed[phase] += event.dur_ns
+            attributed[phase] += event.dur_ns - carved.get(event.row, 0)
     rest = sum(profiled.values()) - sum(attributed.values()) - profiled["optimizer"]
     return phase_record(
         {**attributed, "optimizer": profiled["optimizer"]},
