@@ -98,3 +98,26 @@ def test_capture_torch_names_control_flow_the_importer_cannot_take(
     assert f"{script}: IREE's FX importer cannot import the exported program" in err
     assert "'cond'" in err and "Traceback" not in err
     assert not (tmp_path / "run").exists()
+
+
+COMPILED_MODEL = """
+import torch
+
+
+def irprof_model():
+    return {"model": torch.compile(torch.nn.Linear(4, 2)), "inputs": (torch.ones(3, 4),)}
+"""
+
+
+@pytest.mark.timeout(600)
+def test_capture_torch_refuses_a_compiled_module_naming_the_fix(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A torch.compile'd module profiles as Inductor's kernels, which join no FX node: annotate
+    found 0% and blamed the trace. The capture refuses it before running, with the fix."""
+    script = tmp_path / "compiled.py"
+    script.write_text(COMPILED_MODEL)
+    assert main(["capture", "torch", str(script), "-o", str(tmp_path / "run")]) == 2
+    err = capsys.readouterr().err
+    assert "returned a torch.compile'd module" in err and "`compiled._orig_mod`" in err
+    assert not (tmp_path / "run").exists()

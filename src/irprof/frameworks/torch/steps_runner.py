@@ -72,6 +72,14 @@ def model_spec(result: Any, mode: str, where: str) -> ModelSpec:
     model = result["model"]
     if not isinstance(model, torch.nn.Module):
         raise EntryError(f"{where} returned {type(model).__name__} as model, not an nn.Module")
+    if type(model).__name__ == "OptimizedModule" and hasattr(model, "_orig_mod"):
+        # Its profile holds Inductor's generated kernels, not the aten calls the FX nodes are
+        # joined by: annotate would find nothing, and blame the trace.
+        raise EntryError(
+            f"{where} returned a torch.compile'd module; irprof profiles eager PyTorch, whose "
+            "aten calls it joins to the exported program: return the module itself "
+            "(`compiled._orig_mod`)"
+        )
     inputs = _as_tuple(result["inputs"])
     if mode == "infer":
         return ModelSpec(model.eval(), inputs, result.get("dynamic_shapes"))
