@@ -85,3 +85,11 @@ def test_torch_frames_are_dropped_unless_nothing_else_is_left() -> None:
 )
 def test_the_node_an_op_names(name: str, expected: str) -> None:
     assert node_name(name, frozenset({"a|b"})) == expected
+
+
+@pytest.mark.timeout(30)
+def test_hostile_scope_lists_are_refused_quickly() -> None:
+    assert module_path({NAME_SCOPES: "[" * 100_000 + "]" * 100_000}) is None
+    assert module_path({NAME_SCOPES: "(" * 5_000}) is None
+    long = "['', " + ", ".join(f"'m.{i}'" for i in range(20_000)) + ", 'add']"
+    assert module_path({NAME_SCOPES: long}) == "m.19999"
