@@ -23,7 +23,7 @@ from irprof.capture.subprocess_run import (
     staged_bundle,
 )
 from irprof.capture.threads import default_threads
-from irprof.errors import CaptureError, UsageError
+from irprof.errors import CaptureError, MlirError, UsageError
 from irprof.fileio import write_text_atomic
 from irprof.frameworks.tf.paths import make_paths_portable, own_frame_filter, portable_path_mapper
 from irprof.frameworks.tf.xla_locations import borrow_tf_locations
@@ -32,6 +32,29 @@ from irprof.mlir.load import load_module, print_module
 
 # Lowering order of the IR levels a TF bundle can hold.
 TF_LEVELS = ("tf", "tf-standard", "post-grappler", "xla")
+# Levels the capture may drop, saying why, when the MLIR bindings cannot read them: TensorFlow's
+# XLA module can hold ops of dialects the bindings do not register (`mhlo.copy` in a Keras
+# LSTM under `jit_compile`); the TF levels are the capture itself.
+OPTIONAL_LEVELS = ("xla",)
+
+
+def _failed_level(level: str, error: MlirError) -> dict[str, str]:
+    """The manifest's record of a level not captured (as `capture torch` writes them)."""
+    lines = [line.strip() for line in str(error).splitlines() if "error:" in line]
+    detail = lines[0].split("error:", 1)[1].strip() if lines else str(error).splitlines()[0]
+    return {"level": level, "stage": "XLA module import", "error": detail[:400]}
+
+
+def level_failures(bundle: RunBundle) -> list[str]:
+    """One line per IR level the capture could not produce."""
+    return [
+        f"level {failed.get('level')} not captured: {failed.get('stage')} failed: "
+        f"{failed.get('error')}; the other levels are kept"
+        for failed in bundle.manifest().options.get("failed_levels") or []
+        if isinstance(failed, dict)
+    ]
+
+
 MODES = ("infer", "train", "fit", "predict")
 RUNTIME_GRAPH_FILE = "tf_runtime_graph.json"
 REFERENCE_DIR = "reference"  # the untimed reference window's files, under RUN/trace/
@@ -154,12 +177,19 @@ def _write_bundle(
         [result["own_code_dir"], str(Path(__file__).resolve().parents[2])]
     )
     context = make_context()
-    levels = tuple(level for level in TF_LEVELS if level in result["ir_files"])
     modules = {}
-    for level in levels:
-        module = load_module(work / result["ir_files"][level], context)
+    failed_levels = []
+    for level in (level for level in TF_LEVELS if level in result["ir_files"]):
+        try:
+            module = load_module(work / result["ir_files"][level], context)
+        except MlirError as error:
+            if level not in OPTIONAL_LEVELS:
+                raise
+            failed_levels.append(_failed_level(level, error))
+            continue
         make_paths_portable(module, mapped, own_frames)
         modules[level] = module
+    levels = tuple(modules)
     if "xla" in modules and "tf" in modules:
         borrow_tf_locations(modules["xla"], modules["tf"])
     for level, module in modules.items():
@@ -202,6 +232,7 @@ def _write_bundle(
                     "runtime_graph": RUNTIME_GRAPH_FILE,
                     "overhead": result["overhead"],
                     "noise": result["noise"],
+                    "failed_levels": failed_levels,
                 },
             ),
         )

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from irprof.capture.threads import default_threads
-from irprof.frameworks.tf.capture import TfCaptureOptions, capture_tf
+from irprof.frameworks.tf.capture import TfCaptureOptions, capture_tf, level_failures
 
 
 def tf_command(
@@ -87,6 +87,8 @@ def tf_command(
         f"wrote {bundle.root}: levels {', '.join(manifest.ir_levels)}, "
         f"{manifest.steps} profiled steps, trace {', '.join(manifest.trace_files)}"
     )
+    for line in level_failures(bundle):
+        typer.echo(line)
 
 
 def register(capture_app: typer.Typer) -> None:

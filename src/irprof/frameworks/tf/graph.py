@@ -194,6 +194,19 @@ class TfOpIndex(OpIndex):
                     inner = self.resolve("/".join(rest), branch)
                     if inner:
                         return inner
+                inner = self._in_branch_functions(call, node)
+                if inner:
+                    return inner
+        return []
+
+    def _in_branch_functions(self, call: int, node: str) -> list[int]:
+        """XLA names a node of a While's body by its full name under the While's scope
+        (`seq/lstm/while/lstm_cell/MatMul`), no branch label: the body function's op of that
+        name, when the node is not one of the enclosing function's."""
+        for function in self.branches_of.get(call, {}).values():
+            inner = self.by_function_node.get((function, node))
+            if inner:
+                return inner
         return []
 
     def control_flow_owner(self, node: str) -> int | None:
