@@ -122,12 +122,15 @@ def test_per_op_totals_are_the_traces_own_sums(results: dict, captures: dict, na
         assert total == sum(traced[n] for n in names), names
         checked |= names
     assert {n for n, dur in traced.items() if dur} <= checked
-    # The framework's own per-op table (summing its trace) and irprof's agree on the top row.
+    # Against the framework's own per-name table (its trace summed by event name): the ops fed
+    # by one event name alone never hold more than that name took. (Which name is first is not
+    # compared: when two names' totals are close, as `aten::add` and `aten::addmm` on GPT-2, the
+    # time a name gave to groups of several kernels decides it, run to run.)
     by_kernel: Counter[str] = Counter()
     for entry in torch_level.opprofile.entries:
         if len(entry.data.kernels) == 1:
             by_kernel[entry.data.kernels[0]] += entry.data.total_ns
-    assert by_kernel.most_common(1)[0][0] == traced.most_common(1)[0][0]
+    assert by_kernel and all(total <= traced[n] for n, total in by_kernel.items())
     # linalg: an entry's kernels name the torch ops (`op origin`) whose time it carries.
     received = {
         f"{entry.op_name} {entry.key.origin}": entry.data.total_ns
