@@ -48,8 +48,8 @@ def test_no_scope_list_no_module_path() -> None:
         ("/venv/lib/site-packages/transformers/models/bert/x.py", "transformers/models/bert/x.py"),
         ("/usr/lib/python3/dist-packages/torch/nn/modules/linear.py", "torch/nn/modules/linear.py"),
         ("C:\\env\\Lib\\site-packages\\timm\\layers\\mlp.py", "timm/layers/mlp.py"),
-        ("/home/me/site-packages/work/site-packages/lib/m.py", "lib/m.py"),  # the innermost
-        ("/home/me/project/model.py", "model.py"),
+        ("/opt/site-packages/env/site-packages/lib/m.py", "lib/m.py"),  # the innermost
+        ("/opt/project/model.py", "model.py"),
         ("/srv/site-packages", "site-packages"),  # nothing below: the name
         ("model.py", "model.py"),
     ],
