@@ -71,7 +71,12 @@ def test_zoo_model_is_attributed_at_every_level(model: str, measured: Measure) -
         # swings with machine load in a tiny step, so the floor is over the rest.
         model_ns = coverage.profiled_ns - bucket - plumbing_ns(coverage)
         assert model_ns > 0
-        assert coverage.attributed_ns / coverage.profiled_ns >= 0.9, (row.level, coverage)
+        # A training bucket (the optimizer step) is listed apart by design and its share swings
+        # with load (10.6% of torch_cnn_train once), so the whole-run floor counts it as held.
+        assert (coverage.attributed_ns + bucket) / coverage.profiled_ns >= 0.9, (
+            row.level,
+            coverage,
+        )
         assert coverage.attributed_ns / model_ns >= TIME_FLOOR[model.split("_")[0]], (
             row.level,
             coverage,
