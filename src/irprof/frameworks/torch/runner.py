@@ -34,6 +34,7 @@ from irprof.frameworks.torch.decomposition import (
     DecompositionError,
     decompose_recorded,
 )
+from irprof.frameworks.torch.grad_regions import inline_grad_regions
 from irprof.frameworks.torch.locations import (
     FxNodeName,
     format_stack_trace,
@@ -322,14 +323,21 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def export_program(spec: ModelSpec, script: Path) -> torch.export.ExportedProgram:
-    """`torch.export.export` of the spec's module, its failures as one ScriptError."""
+    """`torch.export.export` of the spec's module in the grad mode its profiled steps run in
+    (a no-grad region of an inference model is then ordinary code), the grad-mode regions left
+    inlined (`grad_regions`); its failures as one ScriptError."""
     try:
-        return torch.export.export(spec.model, spec.inputs, dynamic_shapes=spec.dynamic_shapes)
+        with torch.set_grad_enabled(spec.mode == "train"):
+            program = torch.export.export(
+                spec.model, spec.inputs, dynamic_shapes=spec.dynamic_shapes
+            )
     except Exception as error:  # torch.export raises many types; all mean "cannot export"
         summary = (str(error).strip().splitlines() or [""])[0][:300]
         raise ScriptError(
             f"{script}: torch.export could not export the model ({type(error).__name__}: {summary})"
         ) from error
+    inline_grad_regions(program)
+    return program
 
 
 @dataclass(frozen=True)
