@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from collections import defaultdict
 from pathlib import Path
@@ -227,6 +228,37 @@ def test_event_of_a_call_without_ops_says_what_happened(
     (lost,) = coverage.unmatched_events
     assert lost.name == "aten::flatten"
     assert lost.reason == reason
+
+
+def with_def_use(fx_path: Path, dead: str) -> None:
+    """Give the fixture's FX file the def-use fields of current captures: a chain through every
+    call, except that nothing reads `dead`; the last call is the output."""
+    document = json.loads(fx_path.read_text())
+    names = [node["name"] for node in document["nodes"]]
+    previous = ""
+    for node in document["nodes"]:
+        node["inputs"] = [previous] if previous else []
+        if node["name"] != dead:
+            previous = node["name"]
+    document["outputs"] = [names[-1]]
+    fx_path.write_text(json.dumps(document))
+
+
+def test_event_of_a_dead_call_says_no_output_uses_it(tmp_path: Path) -> None:
+    """GIVEN a call whose value reaches no output (eager runs it; decomposition drops it) THEN
+    its event is listed as dead code, not as a call decomposition renamed."""
+    copy = tmp_path / "cnn"
+    shutil.copytree(TORCH_FIXTURES / "cnn", copy)
+    ir_path = copy / "ir" / "torch.mlir"
+    ir_path.write_text(ir_path.read_text().replace(FLATTEN_NAME, '"|relu_1|aten.view.default"'))
+    with_def_use(copy / "ir" / "torch.fx.json", dead="flatten")
+    coverage = CORRELATOR.correlate(RunBundle(copy), "torch", CorrelationOptions()).coverage
+    (lost,) = coverage.unmatched_events
+    assert lost.name == "aten::flatten"
+    assert lost.reason == (
+        "FX node(s) ('flatten',) compute a value no output of the model uses: eager runs it, "
+        "the decomposition removes it as dead code"
+    )
 
 
 def test_fx_calls_number_module_instances_per_class_in_call_order() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from irprof.frameworks.torch.events import top_level_op_events
+from irprof.frameworks.torch.events import FxCall, FxProgram, top_level_op_events
 from irprof.trace.builder import TraceBuilder
 from irprof.trace.model import EventKind, Trace
 
@@ -52,3 +52,31 @@ def test_top_level_events_match_brute_force(events: list[tuple[int, int, int]]) 
     trace = trace_of(events)
     got = {int(event.name.removeprefix("aten::op")) for event in top_level_op_events(trace)}
     assert got == reference_top_level(events)
+
+
+@given(
+    st.integers(1, 12).flatmap(
+        lambda n: st.tuples(
+            st.just(n),
+            st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=30),
+            st.sets(st.integers(0, n - 1), max_size=3),
+        )
+    )
+)
+def test_unused_calls_are_those_from_which_no_output_is_reachable(
+    case: tuple[int, list[tuple[int, int]], set[int]],
+) -> None:
+    """`FxProgram.unused` against a search from each call along its readers (brute force)."""
+    n, pairs, outputs = case
+    edges = {(min(a, b), max(a, b)) for a, b in pairs if a != b}  # reader after its input
+    users = {f"n{a}": tuple(f"n{b}" for x, b in sorted(edges) if x == a) for a in range(n)}
+    calls = [FxCall(i, f"n{i}", "aten::op", ()) for i in range(n)]
+    program = FxProgram(calls, outputs=tuple(f"n{o}" for o in sorted(outputs)), users=users)
+
+    def reaches_output(node: str, seen: frozenset[str] = frozenset()) -> bool:
+        return node in program.outputs or any(
+            reaches_output(user, seen | {node}) for user in users[node] if user not in seen
+        )
+
+    expected = {f"n{i}" for i in range(n) if not reaches_output(f"n{i}")} if outputs else set()
+    assert program.unused == expected

@@ -147,10 +147,15 @@ def absorbing_nodes(
     return tuple(found)
 
 
-def no_op_reason(nodes: Sequence[str], named_by_any_op: set[str]) -> str:
+def no_op_reason(nodes: Sequence[str], named_by_any_op: set[str], unused: frozenset[str]) -> str:
     """Why the event's call node(s) have no op that can take its time."""
     if any(node in named_by_any_op for node in nodes):
         return f"FX node(s) {tuple(nodes)} became only constants or other trivial ops"
+    if nodes and all(node in unused for node in nodes):
+        return (
+            f"FX node(s) {tuple(nodes)} compute a value no output of the model uses: eager "
+            "runs it, the decomposition removes it as dead code"
+        )
     return (
         f"no op of the torch-level IR is named after FX node(s) {tuple(nodes)}: the "
         "decomposition removed the call or named its ops after another node"
@@ -257,7 +262,9 @@ def attribute_events(run: TorchRun, infos: Sequence[OpInfo], rule: str) -> _Attr
             )
         if not positions:
             ledger.unattributed(
-                event.name, event.dur_ns, reason or no_op_reason(nodes, named_by_any_op)
+                event.name,
+                event.dur_ns,
+                reason or no_op_reason(nodes, named_by_any_op, run.program.unused),
             )
             continue
         weights, basis = call_share_weights(infos, positions, rule)

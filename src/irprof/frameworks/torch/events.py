@@ -9,6 +9,7 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -80,6 +81,19 @@ class FxProgram:
     outputs: tuple[str, ...] = ()
     grad_accumulation_order: tuple[str, ...] = ()
     users: dict[str, tuple[str, ...]] = field(default_factory=dict)  # call -> calls reading it
+
+    @cached_property
+    def unused(self) -> frozenset[str]:
+        """Calls whose results reach no output of the program through any chain of readers:
+        dead code, which eager runs and the export's decomposition drops. Empty when the file
+        names no output (a capture older than the `outputs` field), as nothing can be told."""
+        if not self.outputs:
+            return frozenset()
+        live = set(self.outputs)
+        for call in reversed(self.calls):  # graph order is a topological order
+            if any(user in live for user in self.users.get(call.node, ())):
+                live.add(call.node)
+        return frozenset(call.node for call in self.calls if call.node not in live)
 
 
 def load_fx_calls(path: Path) -> list[FxCall]:
