@@ -443,6 +443,65 @@ def test_a_consumer_reading_two_absent_ops_is_ambiguous() -> None:
     assert found.members_of(REWRITE) == []
 
 
+COMPOSITION = "g/exp/unary_ops_composition"
+
+
+def gelu_gradient(extra: list[str] = ()) -> list[str]:  # type: ignore[assignment]
+    """A Keras GELU gradient's chain: Square (ran), Neg and Exp (composed), and a product the
+    IR computes as `g/mul_1 = (y * z) * exp` where grappler's `g/mul` reads the composition."""
+    return [
+        op("s", "Square", "x", name="g/sq"),
+        op("n", "Neg", "s", name="g/neg"),
+        op("e", "Exp", "n", name="g/exp"),
+        *extra,
+        op("m", "Mul", "y", "z", name="g/mul"),
+        op("o", "Mul", "m", "e", name="g/mul_1"),
+    ]
+
+
+def composed(fused: tuple[str, ...], extra: list[str] = ()) -> list[str | None]:  # type: ignore[assignment]
+    lines = gelu_gradient(extra)
+    membership, view = build(
+        lines,
+        "o",
+        [
+            node("g/sq", "Square", "x"),
+            node(COMPOSITION, "_UnaryOpsComposition", "g/sq", fused=fused),
+            node("g/mul", "Mul", COMPOSITION, "y"),
+            node("g/mul_1", "Mul", "g/mul", "z"),
+        ],
+    )
+    return names(view, membership.members_of(COMPOSITION))
+
+
+def test_a_composition_no_reader_leads_to_takes_the_one_chain_computing_from_its_input() -> None:
+    """The executed `g/mul` reads the composition; the IR's `g/mul` reads y and z: the ops are
+    the absent chain computing from the composition's input, top first."""
+    assert composed(("Neg", "Exp")) == ["g/exp", "g/neg"]
+    # Without the ops it composes (a capture that did not record `op_names`), or for any other
+    # rewrite, nothing but the readers tells which ops a node replaced.
+    assert composed(()) == []
+
+
+def test_a_composition_whose_op_names_differ_from_the_chain_claims_nothing() -> None:
+    assert composed(("Exp", "Neg")) == []
+    assert composed(("Neg",)) == []  # the chain's top is an Exp: not a lone Neg
+    assert composed(("Square", "Neg", "Exp")) == []  # the Square ran as its own node
+
+
+def test_only_a_chain_of_the_composed_types_is_taken_and_two_are_ambiguous() -> None:
+    """An absent Erf also computes from the Square alone: not a Neg, Exp chain, so the claim
+    stands; a second Neg, Exp chain from the same Square makes it ambiguous: no claim."""
+    erf = [op("r", "Erf", "s", name="g/erf"), op("q", "Mul", "r", "x", name="g/erf_use")]
+    assert composed(("Neg", "Exp"), erf) == ["g/exp", "g/neg"]
+    twin = [
+        op("n2", "Neg", "s", name="h/neg"),
+        op("e2", "Exp", "n2", name="h/exp"),
+        op("q", "Mul", "e2", "x", name="h/use"),
+    ]
+    assert composed(("Neg", "Exp"), twin) == []
+
+
 @pytest.mark.parametrize(("depth", "found"), [(MAX_MEMBERS - 1, True), (MAX_MEMBERS, False)])
 def test_a_rewrite_root_search_gives_up_after_max_members(depth: int, found: bool) -> None:
     """The root lies `depth` ops behind the consumer, through absent ops of another scope:

@@ -283,9 +283,46 @@ class Membership:
                 for position in self._matching_producers(reader, operand, leaves):
                     if position not in found:
                         found.append(position)
+            if not found:
+                found = self._computing_anywhere(node, leaves)
         root = found[0] if len(found) == 1 else None
         self._equivalents[node] = root
         return root
+
+    def _computing_anywhere(self, node: str, leaves: Leaves) -> list[int]:
+        """The absent ops a composition node replaced when no IR reader leads to them: grappler
+        reassociated the products around it (Keras GELU's gradient: the executed `Gelu/mul`
+        reads the `Neg`, `Exp` composition, the IR's `Gelu/mul` another product and a
+        constant), so readers of one name differ between the graphs. A node that names the ops
+        it composes (`_UnaryOpsComposition`'s `op_names`, kept as `fused_ops`) replaced a chain
+        of absent ops of those types computing from its leaves, whose top no other such op
+        reads: the top of the one such chain, [] when there is none or more than one."""
+        composed = self.graph.nodes[node].fused_ops
+        if not composed or not leaves.named | leaves.unnamed:
+            return []
+        same = {
+            p
+            for p in range(len(self.view.infos))
+            if self._absorbable(p) and self._op_leaves(p) == leaves
+        }
+        tops = [
+            p
+            for p in sorted(same)
+            if not same.intersection(self.view.def_use.users(p))
+            and self._chain_types(p, len(composed), same) == composed
+        ]
+        return tops if len(tops) == 1 else []
+
+    def _chain_types(self, top: int, length: int, inside: set[int]) -> tuple[str, ...] | None:
+        """The op types of the chain of `length` ops ending at `top`, innermost first, each the
+        one producer in `inside` of the next; None when it forks or ends sooner."""
+        chain = [top]
+        while len(chain) < length:
+            below = [p for p in self.view.def_use.producers(chain[-1]) if p in inside]
+            if len(below) != 1:
+                return None
+            chain.append(below[0])
+        return tuple(self.view.op_type(p) for p in reversed(chain))
 
     def _readers(self, node: str, seen: set[str]) -> list[tuple[int, int | None]]:
         """IR ops reading `node`'s value, with the operand when the consumer's kernel is its

@@ -158,12 +158,21 @@ def dump_ir(
     return written
 
 
+def fused_op_names(node: Any) -> list[str]:
+    """The ops a grappler-made node runs: a fused kernel's `fused_ops` (after its base op), or
+    every op of the chain a `_UnaryOpsComposition` composes (`op_names`, innermost first)."""
+    for attribute in ("fused_ops", "op_names"):
+        if attribute in node.attr:
+            return [x.decode() for x in node.attr[attribute].list.s]
+    return []
+
+
 def graph_nodes(graphs: list[Any]) -> dict[str, dict[str, Any]]:
     """Node name -> op type, fused ops and inputs, over one or more GraphDefs."""
     return {
         node.name: {
             "op": node.op,
-            "fused_ops": [x.decode() for x in node.attr["fused_ops"].list.s],
+            "fused_ops": fused_op_names(node),
             "inputs": list(node.input),
         }
         for graph in graphs
