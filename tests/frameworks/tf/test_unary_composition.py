@@ -49,7 +49,9 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Run, dict[str, Annota
     folder = tmp_path_factory.mktemp("gelu_fit")
     script = folder / "gelu_fit.py"
     script.write_text(MODEL)
-    captured = Run.of(capture_tf(script, folder / "run", TfCaptureOptions(mode="fit", reference_time=True)))
+    captured = Run.of(
+        capture_tf(script, folder / "run", TfCaptureOptions(mode="fit", reference_time=True))
+    )
     return captured, {level: captured.annotate(level) for level in LEVELS}
 
 
