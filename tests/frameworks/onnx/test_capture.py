@@ -141,3 +141,44 @@ def test_a_missing_model_is_named_for_what_it_is(
     assert main(["capture", framework, str(tmp_path / name), "-o", str(run)]) == 2
     assert f"{tmp_path / name}: {what}" in capsys.readouterr().err
     assert not run.exists()
+
+
+def _zipmap_model() -> onnx.ModelProto:
+    """A softmax whose probabilities ZipMap turns into a sequence of maps, as skl2onnx writes a
+    classifier's `output_probability` by default."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
+    probabilities = helper.make_value_info(
+        "probabilities",
+        helper.make_sequence_type_proto(
+            helper.make_map_type_proto(
+                TensorProto.INT64, helper.make_tensor_type_proto(TensorProto.FLOAT, [])
+            )
+        ),
+    )
+    nodes = [
+        helper.make_node("Softmax", ["x"], ["p"], name="softmax"),
+        helper.make_node(
+            "ZipMap", ["p"], ["probabilities"], name="zip", domain="ai.onnx.ml",
+            classlabels_int64s=[0, 1, 2],
+        ),
+    ]  # fmt: skip
+    graph = helper.make_graph(nodes, "zipmap", [x], [probabilities])
+    opsets = [helper.make_opsetid("", 17), helper.make_opsetid("ai.onnx.ml", 3)]
+    return helper.make_model(graph, opset_imports=opsets, ir_version=8)
+
+
+def test_a_model_with_a_sequence_of_maps_exits_2_naming_the_value_and_its_node(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """ONNX Runtime runs it; IREE's importer takes tensors only: the error says which value."""
+    model_path = tmp_path / "zipmap.onnx"
+    onnx.save(_zipmap_model(), str(model_path))
+    run = tmp_path / "run"
+    assert main(["capture", "onnx", str(model_path), "-o", str(run), "--steps", "1"]) == 2
+    err = capsys.readouterr().err
+    assert str(model_path) in err
+    assert (
+        "output 'probabilities' (sequence of map(int64 -> tensor(float32)), "
+        "made by ZipMap node 'zip')"
+    ) in err
+    assert not run.exists()

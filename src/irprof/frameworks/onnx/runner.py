@@ -236,6 +236,40 @@ def import_mlir(model: onnx.ModelProto) -> str:
     return str(module.get_asm(enable_debug_info=True))
 
 
+def describe_type(value_type: onnx.TypeProto) -> str:
+    """`sequence of map(int64 -> tensor(float))`: an ONNX value type in words."""
+    kind = value_type.WhichOneof("value")
+    if kind == "tensor_type":
+        return f"tensor({onnx.helper.tensor_dtype_to_np_dtype(value_type.tensor_type.elem_type)})"
+    if kind == "sequence_type":
+        return f"sequence of {describe_type(value_type.sequence_type.elem_type)}"
+    if kind == "map_type":
+        key = onnx.helper.tensor_dtype_to_np_dtype(value_type.map_type.key_type)
+        return f"map({key} -> {describe_type(value_type.map_type.value_type)})"
+    if kind == "optional_type":
+        return f"optional {describe_type(value_type.optional_type.elem_type)}"
+    return kind.removesuffix("_type").replace("_", " ") if kind else "untyped"
+
+
+def non_tensor_values(graph: onnx.GraphProto, limit: int = 3) -> list[str]:
+    """The graph's inputs, outputs and typed values that are not tensors (what the importer,
+    which takes tensors only, fails on), each with the node that makes it."""
+    maker = {output: node for node in graph.node for output in node.output}
+    found: list[str] = []
+    for role, values in (
+        ("input", graph.input),
+        ("output", graph.output),
+        ("value", graph.value_info),
+    ):
+        for value in values:
+            if value.type.WhichOneof("value") in ("tensor_type", None):
+                continue
+            node = maker.get(value.name)
+            made = f", made by {node.op_type} node {node.name!r}" if node is not None else ""
+            found.append(f"{role} {value.name!r} ({describe_type(value.type)}{made})")
+    return found[:limit] + ([f"{len(found) - limit} more"] if len(found) > limit else [])
+
+
 def constant_outputs(graph: onnx.GraphProto) -> dict[str, str]:
     """Output tensor -> name of the `Constant` node making it, in `graph` and its subgraphs."""
     found: dict[str, str] = {}
@@ -300,7 +334,16 @@ def run(args: argparse.Namespace) -> None:
     try:
         text = import_mlir(model)
     except Exception as error:  # the importer raises OnnxImportError, MLIRError, ValueError
-        raise RunnerError(f"{args.model}: iree-import-onnx could not import it: {error}") from error
+        values = non_tensor_values(model.graph)
+        why = (
+            f"; it takes tensors only, and the model has {', '.join(values)} (export the model "
+            "with tensor outputs, e.g. skl2onnx's options={'zipmap': False})"
+            if values
+            else ""
+        )
+        raise RunnerError(
+            f"{args.model}: iree-import-onnx could not import it: {error}{why}"
+        ) from error
     write_text_atomic(staging / f"ir/{LEVEL}.mlir", text)
     optimized = onnx.load(str(optimized_path), load_external_data=False)
     document = {
