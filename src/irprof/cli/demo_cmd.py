@@ -72,6 +72,8 @@ def demo(
     top: Annotated[int, typer.Option("-n", "--top", help="Hot ops to list.")] = 10,
 ) -> None:
     """Run the whole loop on the framework's bundled example and say where every output is."""
+    if top < 1:
+        raise UsageError(f"-n {top}: must be at least 1")
     console = Console(highlight=False)
     chosen = get_all_frameworks().get(framework)
     script = _example_path(chosen.example)

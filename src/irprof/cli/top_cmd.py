@@ -75,6 +75,8 @@ def top(
     """Show the ops (or op kinds, or name scopes) that took the most time."""
     if by not in GROUP_BYS:
         raise UsageError(f"--by {by!r}: expected one of {'|'.join(GROUP_BYS)}")
+    if limit < 1:
+        raise UsageError(f"-n {limit}: must be at least 1")
     ranking = parse_stat(stat)
     basis = parse_time_basis(time)
     shown = parse_text_format(output_format)
