@@ -220,3 +220,53 @@ def test_model_torch_export_cannot_handle_is_one_clear_error(tmp_path: Path) -> 
     with pytest.raises(CaptureError, match=r"branchy\.py: torch\.export could not export"):
         capture_torch(script, tmp_path / "run")
     assert not (tmp_path / "run").exists()
+
+
+KEYWORD_MODEL = textwrap.dedent(
+    """
+    import torch
+    from torch import nn
+
+
+    class Scored(nn.Module):
+        '''Named inputs, as a Hugging Face model takes what its tokenizer returns.'''
+
+        def __init__(self):
+            super().__init__()
+            self.embed = nn.Embedding(50, 16)
+            self.head = nn.Linear(16, 3)
+
+        def forward(self, input_ids, attention_mask=None, scale=1.0):
+            hidden = self.embed(input_ids) * attention_mask.unsqueeze(-1)
+            return self.head(hidden.mean(1)) * scale
+
+
+    def irprof_model(mode="infer"):
+        torch.manual_seed(0)
+        model = Scored()
+        ids = torch.randint(0, 50, (2, 6))
+        inputs = {"attention_mask": torch.ones(2, 6), "input_ids": ids}  # not in argument order
+        if mode == "infer":
+            return {"model": model, "inputs": inputs}
+        return {
+            "model": model,
+            "inputs": inputs,
+            "targets": (torch.tensor([0, 2]),),
+            "loss": nn.CrossEntropyLoss(),
+            "optimizer": torch.optim.SGD(model.parameters(), lr=0.1),
+        }
+    """
+)
+
+
+@pytest.mark.parametrize("mode", ["infer", "train"])
+def test_inputs_given_by_name_are_passed_as_keywords(tmp_path: Path, mode: str) -> None:
+    """`"inputs"` as a mapping: the export and every profiled step call `model(**inputs)`."""
+    script = tmp_path / "scored.py"
+    script.write_text(KEYWORD_MODEL)
+    options = TorchCaptureOptions(mode=mode, steps=2, warmup=1, levels=("torch",))
+    bundle = capture_torch(script, tmp_path / "run", options)
+    calls = {call.node for call in load_fx_calls(bundle.root / "ir" / "torch.fx.json")}
+    assert {"embedding", "mul", "linear"} <= calls  # the masked embedding and the head ran
+    coverage = CORRELATOR.correlate(bundle, "torch", CorrelationOptions()).coverage
+    assert coverage.ops_nontrivial_annotated == coverage.ops_nontrivial > 0

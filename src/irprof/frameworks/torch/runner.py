@@ -329,7 +329,7 @@ def export_program(spec: ModelSpec, script: Path) -> torch.export.ExportedProgra
     try:
         with torch.set_grad_enabled(spec.mode == "train"):
             program = torch.export.export(
-                spec.model, spec.inputs, dynamic_shapes=spec.dynamic_shapes
+                spec.model, spec.inputs, spec.kwargs, dynamic_shapes=spec.dynamic_shapes
             )
     except Exception as error:  # torch.export raises many types; all mean "cannot export"
         summary = (str(error).strip().splitlines() or [""])[0][:300]

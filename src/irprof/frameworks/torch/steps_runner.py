@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import gc
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,8 @@ class ModelSpec:
     inputs: tuple[Any, ...]  # in train mode, inputs + targets
     dynamic_shapes: Any = None
     optimizer: torch.optim.Optimizer | None = None
+    # Keyword inputs (`"inputs"` given as a mapping: what a Hugging Face tokenizer returns)
+    kwargs: dict[str, Any] = field(default_factory=dict)
 
     @property
     def mode(self) -> str:
@@ -47,14 +49,24 @@ class TrainingLoss(torch.nn.Module):
         self.loss = loss  # an nn.Module loss becomes a submodule, so its calls are named
         self.input_count = inputs
 
-    def forward(self, *arguments: Any) -> Any:
+    def forward(self, *arguments: Any, **kwargs: Any) -> Any:
         """The scalar loss of one batch."""
         inputs, targets = arguments[: self.input_count], arguments[self.input_count :]
-        return self.loss(self.model(*inputs), *targets)
+        return self.loss(self.model(*inputs, **kwargs), *targets)
 
 
 def _as_tuple(value: Any) -> tuple[Any, ...]:
     return tuple(value) if isinstance(value, list | tuple) else (value,)
+
+
+def _arguments(value: Any, where: str) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """`"inputs"` as positional and keyword arguments: a tuple or list is positional, a
+    mapping (a dict, a tokenizer's `BatchEncoding`) is by keyword, anything else one argument."""
+    if isinstance(value, Mapping):
+        if not all(isinstance(key, str) for key in value):
+            raise EntryError(f"{where}: 'inputs' as a mapping needs argument names as its keys")
+        return (), dict(value)
+    return _as_tuple(value), {}
 
 
 def model_spec(result: Any, mode: str, where: str) -> ModelSpec:
@@ -80,9 +92,9 @@ def model_spec(result: Any, mode: str, where: str) -> ModelSpec:
             "aten calls it joins to the exported program: return the module itself "
             "(`compiled._orig_mod`)"
         )
-    inputs = _as_tuple(result["inputs"])
+    inputs, kwargs = _arguments(result["inputs"], where)
     if mode == "infer":
-        return ModelSpec(model.eval(), inputs, result.get("dynamic_shapes"))
+        return ModelSpec(model.eval(), inputs, result.get("dynamic_shapes"), kwargs=kwargs)
     loss, optimizer = result.get("loss"), result.get("optimizer")
     if not callable(loss) or not isinstance(optimizer, torch.optim.Optimizer):
         raise EntryError(
@@ -93,16 +105,16 @@ def model_spec(result: Any, mode: str, where: str) -> ModelSpec:
         raise EntryError(f"{where}: dynamic_shapes is only supported with --mode infer")
     targets = _as_tuple(result.get("targets", ()))
     wrapper = TrainingLoss(model.train(), loss, len(inputs)).train()
-    return ModelSpec(wrapper, inputs + targets, None, optimizer)
+    return ModelSpec(wrapper, inputs + targets, None, optimizer, kwargs)
 
 
 def step_function(spec: ModelSpec) -> Callable[[], None]:
     """One step: a forward pass (inference) or forward, backward and optimizer (train)."""
-    model, inputs, optimizer = spec.model, spec.inputs, spec.optimizer
+    model, inputs, kwargs, optimizer = spec.model, spec.inputs, spec.kwargs, spec.optimizer
     if optimizer is None:
 
         def infer() -> None:
-            model(*inputs)
+            model(*inputs, **kwargs)
 
         return infer
 
@@ -110,7 +122,7 @@ def step_function(spec: ModelSpec) -> Callable[[], None]:
     # stacks then say which phase ran each op, at no cost to the timed steps (a
     # record_function per phase made a small model's training step ~9% slower).
     def irprof_forward_phase() -> Any:
-        return model(*inputs)
+        return model(*inputs, **kwargs)
 
     def irprof_backward_phase(loss: Any) -> None:
         loss.backward()
