@@ -138,6 +138,10 @@ def test_export_model_explorer_values(
         ["graph", "{synthetic}/annotated/tf.mlir", "-o", "{tmp}/g.pdf"],
         ["graph", "{synthetic}/annotated/tf.mlir", "--function", "nope", "-o", "{out}"],
         ["graph", "{synthetic}/manifest.json", "-o", "{out}"],
+        ["graph", "{synthetic}", "--level", "linalg", "-o", "{tmp}/g.dot"],
+        ["graph", "{synthetic}/annotated/tf.mlir", "--level", "tf", "-o", "{tmp}/g.dot"],
+        ["graph", "{unannotated}", "-o", "{tmp}/g.dot"],
+        ["graph", "{tmp}", "-o", "{tmp}/g.dot"],  # a folder that is no run
     ],
 )
 def test_bad_input_exits_2_without_output(
@@ -167,3 +171,16 @@ def test_hostile_names_pass_through_top_untouched(
     code, out, _ = run(capsys, "top", str(hostile_bundle.root))
     assert code == 0
     assert HOSTILE in out  # rich markup in names is printed, not interpreted
+
+
+def test_graph_of_a_run_draws_its_annotated_level(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`graph RUN` is `graph RUN/annotated/<level>.mlir`, the level `top` shows by default."""
+    bundle = make_bundle(tmp_path / "ok")
+    (level,) = bundle.annotated_levels()
+    by_run, by_file = tmp_path / "run.dot", tmp_path / "file.dot"
+    assert run(capsys, "graph", str(bundle.root), "-o", str(by_run))[0] == 0
+    assert run(capsys, "graph", str(bundle.root), "--level", level, "-o", str(by_run))[0] == 0
+    assert run(capsys, "graph", str(bundle.annotated_path(level)), "-o", str(by_file))[0] == 0
+    assert by_run.read_bytes() == by_file.read_bytes()

@@ -1,4 +1,5 @@
-"""`irprof graph ANNOTATED.mlir -o graph.svg|.dot|.graphml|.html`: the heat-coloured op graph."""
+"""`irprof graph ANNOTATED.mlir|RUN -o graph.svg|.dot|.graphml|.html`: the heat-coloured op
+graph."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from irprof.analyses.annotated_level import require_annotated
 from irprof.analyses.op_graph import OpGraphOptions
-from irprof.api import op_graph
+from irprof.api import op_graph, open_run
 from irprof.cli.opt_cmd import MaxDigits, MaxMegabytes, MaxNesting, parse_limits
 from irprof.cli.outputs import check_outputs
 from irprof.errors import UsageError
@@ -19,8 +21,18 @@ from irprof.renderers.base import op_graph_renderer_for
 
 
 def graph(
-    mlir: Annotated[Path, typer.Argument(metavar="ANNOTATED.mlir", help="Annotated MLIR file.")],
+    mlir: Annotated[
+        Path,
+        typer.Argument(
+            metavar="ANNOTATED.mlir|RUN",
+            help="Annotated MLIR file (any, e.g. after `irprof opt`), or a run bundle.",
+        ),
+    ],
     output: Annotated[Path, typer.Option("-o", "--output", help="graph.svg|.dot|.graphml|.html")],
+    level: Annotated[
+        str | None,
+        typer.Option("--level", help="A run's annotated level (default: the first annotated)."),
+    ] = None,
     function: Annotated[str | None, typer.Option("--function", help="Function to draw.")] = None,
     expand: Annotated[
         list[str] | None, typer.Option("--expand", help="Scope to draw op by op (repeatable).")
@@ -39,11 +51,10 @@ def graph(
     if group not in ("auto", "always", "never"):
         raise UsageError(f"--group {group!r}: expected auto|always|never")
     if mlir.is_dir():
-        levels = sorted((mlir / "annotated").glob("*.mlir"))
-        hint = ", ".join(str(level) for level in levels) or "none annotated yet"
-        raise UsageError(
-            f"{mlir}: is a directory, not an annotated .mlir file (its annotated levels: {hint})"
-        )
+        run = open_run(mlir)
+        mlir = run.annotated_path(require_annotated(run, level))
+    elif level is not None:
+        raise UsageError(f"--level {level!r}: for a run bundle; {mlir} is one module already")
     if not mlir.is_file():
         raise UsageError(f"{mlir}: no such file")
     check_outputs({"-o": output}, [mlir])
