@@ -80,3 +80,16 @@ def test_unused_calls_are_those_from_which_no_output_is_reachable(
 
     expected = {f"n{i}" for i in range(n) if not reaches_output(f"n{i}")} if outputs else set()
     assert program.unused == expected
+
+
+def test_an_in_place_call_nothing_reads_is_not_dead() -> None:
+    """`x.add_(1)` changes x for its later readers: its own result being unread says nothing."""
+    calls = [
+        FxCall(0, "mul", "aten::mul", ()),
+        FxCall(1, "add_", "aten::add_", ()),
+        FxCall(2, "relu", "aten::relu", ()),
+        FxCall(3, "neg", "aten::neg", ()),
+    ]
+    users = {"mul": ("add_", "relu")}
+    program = FxProgram(calls, outputs=("relu",), users=users)
+    assert program.unused == {"neg"}

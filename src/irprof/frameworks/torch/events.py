@@ -84,14 +84,18 @@ class FxProgram:
 
     @cached_property
     def unused(self) -> frozenset[str]:
-        """Calls whose results reach no output of the program through any chain of readers:
-        dead code, which eager runs and the export's decomposition drops. Empty when the file
-        names no output (a capture older than the `outputs` field), as nothing can be told."""
+        """Calls whose results reach no output of the program through any chain of readers, and
+        that change no input in place: dead code, which eager runs and the export's
+        decomposition drops. Empty when the file names no output (a capture older than the
+        `outputs` field), as nothing can be told."""
         if not self.outputs:
             return frozenset()
         live = set(self.outputs)
         for call in reversed(self.calls):  # graph order is a topological order
-            if any(user in live for user in self.users.get(call.node, ())):
+            # An in-place call (`aten::add_`) works through its input, which readers of that
+            # input see: never dead by its own readers.
+            in_place = call.event_name.endswith("_") and not call.event_name.endswith("__")
+            if in_place or any(user in live for user in self.users.get(call.node, ())):
                 live.add(call.node)
         return frozenset(call.node for call in self.calls if call.node not in live)
 
