@@ -270,3 +270,53 @@ def test_inputs_given_by_name_are_passed_as_keywords(tmp_path: Path, mode: str) 
     assert {"embedding", "mul", "linear"} <= calls  # the masked embedding and the head ran
     coverage = CORRELATOR.correlate(bundle, "torch", CorrelationOptions()).coverage
     assert coverage.ops_nontrivial_annotated == coverage.ops_nontrivial > 0
+
+
+AUTOCAST_MODEL = textwrap.dedent(
+    """
+    import torch
+    from torch import nn
+
+
+    class Mixed(nn.Module):
+        '''Two linear layers, the second in a bf16 autocast region (its own module path).'''
+
+        def __init__(self):
+            super().__init__()
+            self.first = nn.Linear(16, 16)
+            self.second = nn.Linear(16, 16)
+
+        def forward(self, x):
+            x = self.first(x)
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                x = self.second(x)
+            return x.float().relu()
+
+
+    def irprof_model():
+        torch.manual_seed(0)
+        return Mixed(), (torch.randn(4, 16),)
+    """
+)
+
+
+def test_an_autocast_region_takes_its_own_calls_events(tmp_path: Path) -> None:
+    """The region is one call group after decomposition; the eager `aten::linear` inside it
+    joins the region's ops, never the other layer's linear (one event per step each)."""
+    script = tmp_path / "mixed.py"
+    script.write_text(AUTOCAST_MODEL)
+    steps = 3
+    options = TorchCaptureOptions(steps=steps, warmup=1, levels=("torch",))
+    bundle = capture_torch(script, tmp_path / "run", options)
+    result = CORRELATOR.correlate(bundle, "torch", CorrelationOptions())
+    counts: dict[str, int] = {}
+    for entry in result.opprofile.entries:
+        name = FxNodeName.parse(entry.key.name or "")
+        if name is not None and name.target == "aten.addmm.default":
+            counts[name.node] = entry.data.count
+    # `first`'s own linear, and the region's (named after the region's node, not `linear`)
+    assert counts.pop("linear") == steps
+    (region_count,) = counts.values()
+    assert region_count == steps
+    coverage = result.coverage
+    assert coverage.ops_nontrivial_annotated == coverage.ops_nontrivial

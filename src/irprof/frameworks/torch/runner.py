@@ -34,7 +34,6 @@ from irprof.frameworks.torch.decomposition import (
     DecompositionError,
     decompose_recorded,
 )
-from irprof.frameworks.torch.grad_regions import inline_grad_regions
 from irprof.frameworks.torch.locations import (
     FxNodeName,
     format_stack_trace,
@@ -49,6 +48,7 @@ from irprof.frameworks.torch.lowering import (
     lower_torch_to_linalg,
     stamp_torch_level,
 )
+from irprof.frameworks.torch.regions import inline_grad_regions, region_calls
 from irprof.frameworks.torch.steps_runner import (
     MODES,
     ModelSpec,
@@ -113,27 +113,33 @@ def describe_nodes(program: torch.export.ExportedProgram, script_dir: str) -> li
 
     Tags every node with its own name in `meta["custom"]`, which `run_decompositions` copies to
     the nodes a call is decomposed into, so each imported op can name the call it came from.
+    A region left whole (autocast) is described by the calls it runs, each under the region's
+    name, which its ops carry after decomposition (`regions.region_calls`).
     """
     roots = library_roots()
     described = []
-    for index, node in enumerate(n for n in program.graph.nodes if n.op == "call_function"):
+    index = 0
+    for node in (n for n in program.graph.nodes if n.op == "call_function"):
         node.meta["custom"] = {**node.meta.get("custom", {}), NODE_TAG: node.name}
-        frames = user_frames(
-            model_frames(node.meta.get("stack_trace")), script_dir, roots, FRAMEWORK_DIRS
-        )
-        stack = node.meta.get("nn_module_stack") or {}
-        described.append(
-            {
-                "index": index,
-                "name": node.name,
-                "target": str(node.target),
-                "modules": [[path, module_class_name(str(cls))] for path, cls in stack.values()],
-                "frames": [[f.file, f.line, f.function] for f in frames],
-                # def-use: a call that decomposition removes or merges (a no-op `to`) is
-                # absorbed by its users, which is where its event's time goes
-                "inputs": [n.name for n in node.all_input_nodes if n.op == "call_function"],
-            }
-        )
+        # def-use: a call that decomposition removes or merges (a no-op `to`) is absorbed by
+        # its users, which is where its event's time goes
+        inputs = [n.name for n in node.all_input_nodes if n.op == "call_function"]
+        for call in list(region_calls(node)) or [node]:
+            frames = user_frames(
+                model_frames(call.meta.get("stack_trace")), script_dir, roots, FRAMEWORK_DIRS
+            )
+            stack = call.meta.get("nn_module_stack") or {}
+            described.append(
+                {
+                    "index": index,
+                    "name": node.name,
+                    "target": str(call.target),
+                    "modules": [[path, module_class_name(str(c))] for path, c in stack.values()],
+                    "frames": [[f.file, f.line, f.function] for f in frames],
+                    "inputs": inputs,
+                }
+            )
+            index += 1
     return described
 
 
@@ -248,10 +254,27 @@ def _state_in_lists_as_attributes(graph_module: Any, values: dict[str, Any]) -> 
         graph.erase_node(node)
 
 
+class ImportFailure(Exception):
+    """The FX importer failed on one call node (named in the message, with its source line)."""
+
+
+def _described(node: Any) -> str:
+    frames = parse_stack_trace(node.meta.get("stack_trace"))
+    where = f" at {frames[-1][0]}:{frames[-1][1]}" if frames else ""
+    return f"FX node {node.name!r} ({node.target}{where})"
+
+
 def import_program(program: torch.export.ExportedProgram, context: ir.Context) -> ir.Module:
-    """Import `program` with FxImporter; every call node's ops get a NameLoc of the node."""
+    """Import `program` with FxImporter; every call node's ops get a NameLoc of the node.
+
+    The importer asks for each call node's location before importing it, so the last node
+    asked for is the one an importer error (an argument type it has no converter for, a
+    complex scalar) comes from: `ImportFailure` names it. `NotImplementedError` (a construct
+    the importer lacks) is raised as it is."""
+    importing: list[Any] = [None]
 
     def locate(node: Any) -> ir.Location:
+        importing[0] = node
         stack = node.meta.get("nn_module_stack") or {}
         module_path = list(stack.values())[-1][0] if stack else ""
         origin = (node.meta.get("custom") or {}).get(NODE_TAG, node.name)
@@ -265,7 +288,22 @@ def import_program(program: torch.export.ExportedProgram, context: ir.Context) -
         return GraphNodeImporter(fx_importer, ctx, _NamedLocations(cache, locate), block)
 
     importer = FxImporter(context=context, graph_node_importer_cls=node_importer)
-    importer.import_frozen_program(frozen_program(program))
+    try:
+        importer.import_frozen_program(frozen_program(program))
+    except NotImplementedError:
+        raise
+    except Exception as error:  # the importer raises TypeError, KeyError, MLIRError, ...
+        node = importing[0]
+        at = f" on {_described(node)}" if node is not None else ""
+        summary = (str(error).strip().splitlines() or [""])[0][:300]
+        complex_args = [a for a in node.args if isinstance(a, complex)] if node is not None else []
+        hint = (
+            f" (its argument {complex_args[0]!r} is a complex scalar, which the importer has no "
+            "literal for: make the factor a tensor, e.g. with torch.polar or torch.complex)"
+            if complex_args
+            else ""
+        )
+        raise ImportFailure(f"failed{at}: {type(error).__name__}: {summary}{hint}") from error
     return importer.module
 
 
@@ -325,7 +363,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def export_program(spec: ModelSpec, script: Path) -> torch.export.ExportedProgram:
     """`torch.export.export` of the spec's module in the grad mode its profiled steps run in
     (a no-grad region of an inference model is then ordinary code), the grad-mode regions left
-    inlined (`grad_regions`); its failures as one ScriptError."""
+    inlined (`regions`); its failures as one ScriptError."""
     try:
         with torch.set_grad_enabled(spec.mode == "train"):
             program = torch.export.export(
@@ -370,6 +408,8 @@ def write_ir(
             "(control flow such as torch.cond or torch.while_loop has no torch-dialect form "
             "there; capture the branches as separate models)"
         ) from error
+    except ImportFailure as error:
+        raise ScriptError(f"{args.script}: IREE's FX importer {error}") from error
     stamp_torch_level(torch_module)
     write_text_atomic(bundle.ir_path("torch"), print_module(torch_module))
     if "linalg" not in levels:

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.torch
 import torch  # noqa: E402
 from torch import nn  # noqa: E402
 
-from irprof.frameworks.torch.grad_regions import GRAD_REGION, inline_grad_regions  # noqa: E402
+from irprof.frameworks.torch.regions import GRAD_REGION, inline_grad_regions  # noqa: E402
 from irprof.frameworks.torch.runner import describe_nodes  # noqa: E402
 
 

@@ -1,4 +1,5 @@
-"""Grad-mode regions of an exported program inlined, so each call in them keeps its own node.
+"""Regions of an exported program (higher-order calls over a submodule): grad-mode regions
+inlined, so each call in them keeps its own node; the calls of the others (autocast) listed.
 
 `torch.export` turns a region whose grad mode differs from the export's (a `@torch.no_grad()`
 method: every HF rotary embedding, Llama's, Qwen's, GPT-NeoX's) into one
@@ -12,11 +13,19 @@ graph: its calls become ordinary nodes with their own `stack_trace` and `nn_modu
 the eager events of each are joined to it as to any other call. The capture also exports in
 the grad mode the profiled steps run in (`steps_runner`), so an inference capture has such
 regions only where the model turns grad on.
+
+An autocast region (`with torch.autocast(...)` in `forward`: `wrap_with_autocast`) cannot be
+inlined before decomposition, which is what makes its casts explicit. Its ops come out of
+decomposition named after the region's node, so the region is one event group: `region_calls`
+lists the calls inside it, each under the region's name, so that the eager event of each call
+joins the region's ops. Before, no call of the program matched those events by module, and the
+join by aten name alone gave a layer's `aten::linear` under autocast to another layer's linear.
 """
 
 from __future__ import annotations
 
 import operator
+from collections.abc import Iterator
 from typing import Any
 
 import torch
@@ -95,3 +104,20 @@ def inline_grad_regions(program: torch.export.ExportedProgram) -> int:
         module.delete_all_unused_submodules()
         module.recompile()
     return inlined
+
+
+def region_calls(node: Any) -> Iterator[Any]:
+    """The call nodes a higher-order call runs, in order, through nested regions: those of the
+    submodules its arguments name (none for an ordinary call)."""
+    owner = node.graph.owning_module
+    for argument in node.args:
+        if getattr(argument, "op", None) != "get_attr" or owner is None:
+            continue
+        body = getattr(owner, str(argument.target), None)
+        if not isinstance(body, torch.fx.GraphModule):
+            continue
+        for inner in body.graph.nodes:
+            if inner.op != "call_function":
+                continue
+            nested = list(region_calls(inner))
+            yield from nested or [inner]
