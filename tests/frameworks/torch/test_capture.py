@@ -320,3 +320,33 @@ def test_an_autocast_region_takes_its_own_calls_events(tmp_path: Path) -> None:
     assert region_count == steps
     coverage = result.coverage
     assert coverage.ops_nontrivial_annotated == coverage.ops_nontrivial
+
+
+def test_an_importer_failure_names_the_node_and_its_line(tmp_path: Path) -> None:
+    """A complex scalar has no literal in IREE's FX importer: the error says which call."""
+    script = tmp_path / "rotate.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import torch
+            from torch import nn
+
+
+            class Rotate(nn.Module):
+                def forward(self, x):
+                    spectrum = torch.fft.rfft(x)
+                    return torch.view_as_real(spectrum * 1j)
+
+
+            def irprof_model():
+                return Rotate(), (torch.randn(2, 8),)
+            """
+        )
+    )
+    with pytest.raises(CaptureError) as raised:
+        capture_torch(script, tmp_path / "run", TorchCaptureOptions(levels=("torch",)))
+    message = str(raised.value)
+    assert "rotate.py: IREE's FX importer failed on FX node 'mul' (aten.mul.Tensor at " in message
+    assert "rotate.py:9)" in message  # the line of `spectrum * 1j`
+    assert "its argument 1j is a complex scalar" in message
+    assert not (tmp_path / "run").exists()
