@@ -350,3 +350,52 @@ def test_an_importer_failure_names_the_node_and_its_line(tmp_path: Path) -> None
     assert "rotate.py:9)" in message  # the line of `spectrum * 1j`
     assert "its argument 1j is a complex scalar" in message
     assert not (tmp_path / "run").exists()
+
+
+SHARED_MODEL = textwrap.dedent(
+    """
+    import torch
+    from torch import nn
+
+
+    class Shared(nn.Module):
+        '''One Linear registered as `enc` and `dec` and called through both, then two heads.'''
+
+        def __init__(self):
+            super().__init__()
+            self.first = nn.Linear(8, 8)
+            shared = nn.Linear(8, 8)
+            self.enc = shared
+            self.dec = shared
+            self.heads = nn.ModuleDict({"a": nn.Linear(8, 2), "b": nn.Linear(8, 3)})
+
+        def forward(self, x):
+            x = self.dec(torch.tanh(self.enc(self.first(x))))
+            return self.heads["b"](x), self.heads["a"](x)
+
+
+    def irprof_model():
+        torch.manual_seed(0)
+        return Shared(), (torch.randn(4, 8),)
+    """
+)
+
+
+def test_a_module_under_two_names_is_one_instance_and_later_layers_keep_their_events(
+    tmp_path: Path,
+) -> None:
+    """The profiler numbers module objects; the export records the path a call went through.
+    Counting `dec` as a new instance shifted every later Linear by one: `heads.b`'s event went
+    to `dec`, `heads.a`'s to `heads.b`, and `enc` got two a step."""
+    script = tmp_path / "shared.py"
+    script.write_text(SHARED_MODEL)
+    steps = 3
+    options = TorchCaptureOptions(steps=steps, warmup=1, levels=("torch",))
+    bundle = capture_torch(script, tmp_path / "run", options)
+    result = CORRELATOR.correlate(bundle, "torch", CorrelationOptions())
+    counts = {}
+    for entry in result.opprofile.entries:
+        name = FxNodeName.parse(entry.key.name or "")
+        if name is not None and name.target == "aten.addmm.default":
+            counts[name.module_path] = entry.data.count
+    assert counts == {path: steps for path in ("first", "enc", "dec", "heads.b", "heads.a")}

@@ -69,6 +69,8 @@ class _FxFileSchema(msgspec.Struct):
     parameters: dict[str, list[str]] = {}  # parameter -> the call nodes that read it
     outputs: list[str] = []  # call nodes whose results the program returns
     grad_accumulation_order: list[str] = []  # parameters, in AccumulateGrad order of a step
+    # module path -> the first path of the same module object (one instance to the profiler)
+    module_aliases: dict[str, str] = {}
 
 
 @dataclass(frozen=True)
@@ -107,8 +109,9 @@ def load_fx_calls(path: Path) -> list[FxCall]:
 
 def load_fx_program(path: Path, data: bytes | None = None) -> FxProgram:
     """Read `torch.fx.json` (or decode `data`, its bytes already read): call nodes (module
-    instances numbered per class in order of first call), the parameters' readers, the outputs
-    and the gradient accumulation order."""
+    instances numbered per class in order of first call, a module registered under two paths
+    one instance, as the profiler counts them), the parameters' readers, the outputs and the
+    gradient accumulation order."""
     if data is None:
         try:
             data = path.read_bytes()
@@ -127,10 +130,11 @@ def load_fx_program(path: Path, data: bytes | None = None) -> FxProgram:
     for node in nodes:
         chain = []
         for module_path, class_name in node.modules:
-            if module_path not in instance_of:
-                instance_of[module_path] = f"{class_name}_{per_class[class_name]}"
+            instance = document.module_aliases.get(module_path, module_path)
+            if instance not in instance_of:
+                instance_of[instance] = f"{class_name}_{per_class[class_name]}"
                 per_class[class_name] += 1
-            chain.append(instance_of[module_path])
+            chain.append(instance_of[instance])
         innermost = (node.frames[-1][0], node.frames[-1][2]) if node.frames else None
         calls.append(
             FxCall(

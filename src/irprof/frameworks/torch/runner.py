@@ -143,6 +143,20 @@ def describe_nodes(program: torch.export.ExportedProgram, script_dir: str) -> li
     return described
 
 
+def module_aliases(model: torch.nn.Module) -> dict[str, str]:
+    """Module path -> the first path of the same module object, for every path that names a
+    module registered under more than one name (`self.dec = self.enc`). The export's
+    `nn_module_stack` says which path a call went through; the profiler numbers module objects
+    (`Linear_1`), so both paths of one object must count as one instance."""
+    first: dict[int, str] = {}
+    aliases: dict[str, str] = {}
+    for path, module in model.named_modules(remove_duplicate=False):
+        canonical = first.setdefault(id(module), path)
+        if canonical != path:
+            aliases[path] = canonical
+    return aliases
+
+
 class _NamedLocations:
     """The importer's ContextCache with `get_node_location` answering our NameLoc.
 
@@ -454,6 +468,7 @@ def main(argv: list[str] | None = None) -> int:
         "nodes": nodes,
         **signature,
         "grad_accumulation_order": record.grad_accumulation_order,
+        "module_aliases": module_aliases(spec.model),
     }
     write_bytes_atomic(
         args.staging / FX_NODES_FILE, orjson.dumps(fx_document, option=orjson.OPT_INDENT_2)
