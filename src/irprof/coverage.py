@@ -98,9 +98,11 @@ class Coverage:
     ops_nontrivial: int
     ops_annotated: int
     ops_nontrivial_annotated: int
-    # Non-trivial ops the compiler provably removed before running (XLA folded or merged them,
-    # grappler pruned or folded them): they do no work, so they are kept out of `ops_nontrivial`
-    # and listed in `unmatched_ops` with that reason.
+    # Non-trivial ops that do no work of their own in the profiled runs: the compiler provably
+    # removed them (XLA folded or merged them, grappler pruned or folded them), or they are the
+    # payload of a region their parent applies (a reduce's combiner, a linalg body: their work
+    # is the parent's), or IREE hoisted them into an initializer. Kept out of `ops_nontrivial`
+    # and listed in `unmatched_ops`, each with its reason.
     ops_not_executed: int = 0
     # Non-trivial ops seen running with no time of their own in the timed steps (TF's cheap ops,
     # recorded only by the untimed reference steps; XLA instructions that ran inside other

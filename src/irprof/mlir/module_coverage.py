@@ -46,7 +46,8 @@ def coverage_for(
     keyed_ops:  `derive_op_keys(module)` (walk order);
     annotated:  positions in `keyed_ops` of the ops that received a profile;
     reasons:    optional position -> why that op is unmatched (else a reason from its key);
-    not_executed: positions of ops the compiler provably removed before running; counted in
+    not_executed: positions of ops with no work of their own in the profiled runs (removed by
+                the compiler, a region's payload, hoisted to an initializer); counted in
                 `ops_not_executed` instead of `ops_nontrivial`, still listed with their reason;
     untimed:    positions of ops seen running only outside the timed steps: counted in
                 `ops_nontrivial` and `ops_untimed`, listed with their reason;

@@ -93,7 +93,7 @@ def coverage_report(coverage: Coverage) -> Group:
     figures.add_row("ops (total)", str(coverage.ops_total))
     figures.add_row("ops (non-trivial, executed)", str(coverage.ops_nontrivial))
     if coverage.ops_not_executed:
-        figures.add_row("ops removed by the compiler", str(coverage.ops_not_executed))
+        figures.add_row("ops with no work of their own", str(coverage.ops_not_executed))
     figures.add_row("ops annotated", str(coverage.ops_annotated))
     figures.add_row(
         "non-trivial coverage",
