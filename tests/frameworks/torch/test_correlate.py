@@ -302,6 +302,32 @@ def test_match_events_falls_back_to_op_name_and_reports_strangers() -> None:
     assert "no call of this op" in matched.unmatched[2]
 
 
+def test_name_fallback_keeps_to_calls_of_the_events_module_classes() -> None:
+    """GPT-NeoX's attention runs a no-op `aten::to` the export drops: the only `to` calls left
+    are the rotary embedding's, in another module, and must not take its time. A shifted
+    instance number (same classes) and a module level the export never saw (Keras layers on
+    the torch backend) still fall back, and say so."""
+    calls = [
+        FxCall(0, "to", "aten::to", ("M_0", "Model_0", "Rotary_0")),
+        FxCall(1, "linear", "aten::linear", ("M_0", "Model_0", "Layer_0", "Linear_0")),
+        FxCall(2, "conv2d", "aten::conv2d", ("Functional_0",)),
+    ]
+    events = [
+        OpEvent(1, "aten::to", 0, 5, ("M_0", "Model_0", "Layer_0", "Attention_0")),
+        OpEvent(2, "aten::linear", 10, 5, ("M_0", "Model_0", "Layer_0", "Linear_1")),
+        OpEvent(3, "aten::conv2d", 20, 5, ("Functional_0", "Conv2D_0")),
+        OpEvent(4, "aten::to", 30, 5, ("M_0", "Model_0", "Rotary_0")),
+    ]
+    matched = match_events(events, calls)
+    assert matched.nodes_of == {2: ("linear",), 3: ("conv2d",), 4: ("to",)}
+    assert matched.unmatched[1] == (
+        "no call of aten::to in M_0/Model_0/Layer_0/Attention_0 in the exported program: eager "
+        "ran a call the export dropped (a no-op such as `.to()` to the same dtype) or code only "
+        "eager runs"
+    )
+    assert matched.by_name_only == {2: "aten::linear", 3: "aten::conv2d"}
+
+
 def test_name_fallback_prefers_the_node_whose_source_frame_is_on_the_call_stack() -> None:
     """Without a usable module chain, the Python frame (file, function) picks the node."""
     calls = [

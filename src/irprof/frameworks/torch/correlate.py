@@ -223,6 +223,7 @@ def match_steps(trace: Trace, events: Sequence[OpEvent], calls: Sequence[FxCall]
         merged.nodes_of.update(found.nodes_of)
         merged.unmatched.update(found.unmatched)
         merged.source_disagreements += found.source_disagreements
+        merged.by_name_only.update(found.by_name_only)
     return merged
 
 
@@ -304,6 +305,14 @@ def correlate_torch_level(
             f"{len(matched.source_disagreements)} of {len(matched.nodes_of)} joined events do not "
             "have the FX node's source frame on their call stack; the trace may come from a "
             "different version of the script"
+        )
+    if matched.by_name_only:
+        names = ", ".join(sorted(set(matched.by_name_only.values()))[:3])
+        warnings.append(
+            f"{len(matched.by_name_only)} of {len(matched.nodes_of)} joined events ({names}) "
+            "matched no call of their module path in the exported program and were joined by "
+            "aten name and execution order alone: their time may belong to another call of the "
+            "same op"
         )
     training = None
     if run.program.mode == "train":

@@ -263,17 +263,33 @@ class EventMatch:
     unmatched: dict[int, str] = field(default_factory=dict)  # event row -> reason
     # Joined events whose call stack lacks the node's own source frame: a sign of a wrong join.
     source_disagreements: list[int] = field(default_factory=list)
+    # Joined events that no call of their module chain matched: joined by aten name and
+    # execution order alone, event row -> the event's name (the join is plausible, not proven).
+    by_name_only: dict[int, str] = field(default_factory=dict)
 
     def matched_nodes(self) -> set[str]:
         """Every FX node some event was joined to."""
         return {node for nodes in self.nodes_of.values() for node in nodes}
 
 
+def _classes(chain: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(instance.rsplit("_", 1)[0] for instance in chain)
+
+
+def _may_contain(call_chain: tuple[str, ...], event_chain: tuple[str, ...]) -> bool:
+    """The call's module classes lead to the event's (equal, or the export saw fewer levels:
+    Keras layers on the torch backend are no registered submodules)."""
+    classes = _classes(call_chain)
+    return _classes(event_chain)[: len(classes)] == classes
+
+
 def match_events(events: Sequence[OpEvent], calls: Sequence[FxCall]) -> EventMatch:
     """Join events to calls by (aten name, module chain), execution order breaking ties.
 
     Events whose exact signature no node has (a module without ops shifting the profiler's
-    instance numbers, say) fall back to the aten name alone, again in execution order. An event
+    instance numbers, say) fall back to the aten name among the calls whose module classes lead
+    to the event's, again in execution order, and are recorded as such (`by_name_only`); with
+    no such call the event is unmatched (eager ran a call the export dropped). An event
     whose op the exported program never calls is an eager fused kernel (nn.MultiheadAttention's
     `aten::_native_multi_head_attention` fast path): it covers the calls of its module that no
     other event accounts for.
@@ -287,10 +303,25 @@ def match_events(events: Sequence[OpEvent], calls: Sequence[FxCall]) -> EventMat
     result = EventMatch()
     strangers: list[OpEvent] = []
     for event in events:
-        candidates = exact.get((event.name, event.chain)) or by_name.get(event.name, [])
+        candidates = exact.get((event.name, event.chain), [])
         if not candidates:
-            strangers.append(event)
-            continue
+            named = by_name.get(event.name, [])
+            if not named:
+                strangers.append(event)
+                continue
+            # No call of this signature: a module numbered differently (one without ops shifts
+            # the profiler's instance numbers), or a call eager runs and the export dropped.
+            # Only calls that may be this one, by their modules' classes, are candidates.
+            candidates = [call for call in named if _may_contain(call.chain, event.chain)]
+            if not candidates:
+                where = "/".join(event.chain) or "the top level"
+                result.unmatched[event.row] = (
+                    f"no call of {event.name} in {where} in the exported program: eager ran a "
+                    "call the export dropped (a no-op such as `.to()` to the same dtype) or code "
+                    "only eager runs"
+                )
+                continue
+            result.by_name_only[event.row] = event.name
         candidates = nearest_source(event, candidates)
         # Every step runs the same program: ranks wrap around from one step to the next. The
         # k-th event that competes for these calls is the k-th call.
