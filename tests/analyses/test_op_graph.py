@@ -279,12 +279,17 @@ def test_as_many_arguments_as_max_nodes_stay_one_node_each() -> None:
     assert sorted(edge.src for edge in graph.edges if edge.src.startswith("arg")) == sorted(inputs)
 
 
-def test_a_run_folder_given_for_the_mlir_names_its_annotated_levels(
+def test_a_run_folder_draws_its_annotated_level(
     jax_bundle: RunBundle, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    output = tmp_path / "graph.svg"
-    assert main(["graph", str(jax_bundle.root), "-o", str(output)]) == 2
+    """`graph RUN` draws `RUN/annotated/<first level>.mlir`, byte for byte."""
+    by_run, by_file = tmp_path / "run.dot", tmp_path / "file.dot"
+    assert main(["graph", str(jax_bundle.root), "-o", str(by_run)]) == 0
+    assert main(["graph", str(jax_bundle.annotated_path("stablehlo")), "-o", str(by_file)]) == 0
+    assert by_run.read_bytes() == by_file.read_bytes()
+    capsys.readouterr()
+    missing = tmp_path / "none.svg"
+    assert main(["graph", str(jax_bundle.root), "--level", "tf", "-o", str(missing)]) == 2
     said = "".join(capsys.readouterr().err.split())  # the console wraps long paths
-    assert f"{jax_bundle.root}:isadirectory" in said
-    assert f"annotatedlevels:{jax_bundle.annotated_path('stablehlo')})" in said
-    assert not output.exists()
+    assert "level'tf'isnotannotated;annotated:stablehlo" in said
+    assert not missing.exists()
