@@ -502,6 +502,29 @@ def test_only_a_chain_of_the_composed_types_is_taken_and_two_are_ambiguous() -> 
     assert composed(("Neg", "Exp"), twin) == []
 
 
+def test_a_composition_of_constants_only_claims_nothing() -> None:
+    """Its input is a constant, so its leaves are empty: every absent op computing from
+    constants alone has them too, and a chain of the right types proves nothing."""
+    lines = [
+        const("k", "g/k"),
+        op("n", "Neg", "k", name="g/neg"),
+        op("e", "Exp", "n", name="g/exp"),
+        op("m", "Mul", "y", "z", name="g/mul"),
+        op("o", "Mul", "m", "e", name="g/mul_1"),
+    ]
+    membership, _ = build(
+        lines,
+        "o",
+        [
+            node("g/k", "Const"),
+            node(COMPOSITION, "_UnaryOpsComposition", "g/k", fused=("Neg", "Exp")),
+            node("g/mul", "Mul", COMPOSITION, "y"),
+            node("g/mul_1", "Mul", "g/mul", "z"),
+        ],
+    )
+    assert membership.members_of(COMPOSITION) == []
+
+
 @pytest.mark.parametrize(("depth", "found"), [(MAX_MEMBERS - 1, True), (MAX_MEMBERS, False)])
 def test_a_rewrite_root_search_gives_up_after_max_members(depth: int, found: bool) -> None:
     """The root lies `depth` ops behind the consumer, through absent ops of another scope:

@@ -296,7 +296,7 @@ class Membership:
         constant), so readers of one name differ between the graphs. A node that names the ops
         it composes (`_UnaryOpsComposition`'s `op_names`, kept as `fused_ops`) replaced a chain
         of absent ops of those types computing from its leaves, whose top no other such op
-        reads: the top of the one such chain, [] when there is none or more than one."""
+        reads: the tops of such chains (`_equivalent` takes one only when it is unique)."""
         composed = self.graph.nodes[node].fused_ops
         if not composed or not leaves.named | leaves.unnamed:
             return []
@@ -311,7 +311,7 @@ class Membership:
             if not same.intersection(self.view.def_use.users(p))
             and self._chain_types(p, len(composed), same) == composed
         ]
-        return tops if len(tops) == 1 else []
+        return tops
 
     def _chain_types(self, top: int, length: int, inside: set[int]) -> tuple[str, ...] | None:
         """The op types of the chain of `length` ops ending at `top`, innermost first, each the
