@@ -202,3 +202,12 @@ def test_untimed_reference_time_is_scaled_to_the_timed_steps(tmp_path: Path) -> 
     options = {**manifest.options, "reference_steps": "two"}  # unreadable: unscaled
     bundle.write_manifest(dataclasses.replace(manifest, options=options))
     assert load_top_view(RunBundle(bundle.root)).table.untimed_ns == 1_000_000
+    # boundaries: one reference step scales by the timed steps, none (or a negative count)
+    # leaves the time as recorded, and whole nanoseconds are kept (1 ns x 3 / 2 is 1 ns)
+    for reference_steps, untimed_ns, expected in ((1, 1_000, 3_000), (0, 1_000, 1_000), (2, 1, 1)):
+        extra = {"untimed_reference_ns": untimed_ns}
+        bundle.record_coverage(Coverage("tf", 2_000_000, 2_000_000, 4, 3, 3, 3, extra=extra))
+        options = {**manifest.options, "reference_steps": reference_steps}
+        bundle.write_manifest(dataclasses.replace(manifest, options=options))
+        shown = load_top_view(RunBundle(bundle.root)).table.untimed_ns
+        assert shown == expected and isinstance(shown, int), (reference_steps, untimed_ns)
