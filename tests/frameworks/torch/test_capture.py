@@ -25,6 +25,7 @@ from irprof.mlir.context import make_context
 from irprof.mlir.load import load_module
 from irprof.mlir.op_index import derive_op_infos
 from irprof.mlir.profile_attrs import get_profile
+from irprof.opprofile import OpProfile
 
 pytest.importorskip("torch")
 pytestmark = pytest.mark.torch
@@ -272,6 +273,16 @@ def test_inputs_given_by_name_are_passed_as_keywords(tmp_path: Path, mode: str) 
     assert coverage.ops_nontrivial_annotated == coverage.ops_nontrivial > 0
 
 
+def addmm_counts(profile: OpProfile) -> list[tuple[FxNodeName, int]]:
+    """Each linear layer's matmul op (`aten.addmm`) with the number of events it received."""
+    found = []
+    for entry in profile.entries:
+        name = FxNodeName.parse(entry.key.name or "")
+        if name is not None and name.target == "aten.addmm.default":
+            found.append((name, entry.data.count))
+    return found
+
+
 AUTOCAST_MODEL = textwrap.dedent(
     """
     import torch
@@ -309,11 +320,7 @@ def test_an_autocast_region_takes_its_own_calls_events(tmp_path: Path) -> None:
     options = TorchCaptureOptions(steps=steps, warmup=1, levels=("torch",))
     bundle = capture_torch(script, tmp_path / "run", options)
     result = CORRELATOR.correlate(bundle, "torch", CorrelationOptions())
-    counts: dict[str, int] = {}
-    for entry in result.opprofile.entries:
-        name = FxNodeName.parse(entry.key.name or "")
-        if name is not None and name.target == "aten.addmm.default":
-            counts[name.node] = entry.data.count
+    counts = {name.node: count for name, count in addmm_counts(result.opprofile)}
     # `first`'s own linear, and the region's (named after the region's node, not `linear`)
     assert counts.pop("linear") == steps
     (region_count,) = counts.values()
@@ -393,9 +400,5 @@ def test_a_module_under_two_names_is_one_instance_and_later_layers_keep_their_ev
     options = TorchCaptureOptions(steps=steps, warmup=1, levels=("torch",))
     bundle = capture_torch(script, tmp_path / "run", options)
     result = CORRELATOR.correlate(bundle, "torch", CorrelationOptions())
-    counts = {}
-    for entry in result.opprofile.entries:
-        name = FxNodeName.parse(entry.key.name or "")
-        if name is not None and name.target == "aten.addmm.default":
-            counts[name.module_path] = entry.data.count
+    counts = {name.module_path: count for name, count in addmm_counts(result.opprofile)}
     assert counts == {path: steps for path in ("first", "enc", "dec", "heads.b", "heads.a")}
