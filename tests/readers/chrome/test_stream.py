@@ -159,7 +159,9 @@ def test_epoch_microseconds_are_exact_and_the_bare_array_form_streams(tmp_path: 
     assert trace.ts_ns[:3].tolist() == [1700000000123456000 + step for step in range(3)]
 
 
-kinds = st.sampled_from(["X", "X", "X", "B", "E", "i", "C", "M", "s", "t", "f"])
+kinds = st.sampled_from(
+    ["X", "X", "X", "B", "E", "i", "C", "M", "s", "t", "f", "b", "e", "S", "F", "T", "O"]
+)
 
 
 @st.composite
@@ -178,8 +180,10 @@ def random_events(draw: st.DrawFn) -> list[dict[str, Any]]:
         }
         if phase == "X":
             event["dur"] = rng.choice([0, 1, 3.5, 20, 100])
-        if phase in "stf":
+        if phase in "stfbeSF":
             event["id"] = rng.choice([1, 2, "z"])
+        if phase in "be" and rng.random() < 0.3:
+            event["id2"] = {rng.choice(["local", "global"]): event.pop("id")}
             if rng.random() < 0.5:
                 event["bp"] = "e"
         if rng.random() < 0.7:

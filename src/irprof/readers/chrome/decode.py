@@ -61,6 +61,7 @@ class EventFields(msgspec.Struct, gc=False):
     args: msgspec.Raw = msgspec.Raw()
     id: int | str | None = None
     bp: str = ""
+    id2: msgspec.Raw = msgspec.Raw()  # async events' scoped id ({"local": ...} or "global")
 
 
 class IntEventFields(msgspec.Struct, gc=False):
@@ -77,6 +78,7 @@ class IntEventFields(msgspec.Struct, gc=False):
     args: msgspec.Raw = msgspec.Raw()
     id: int | str | None = None
     bp: str = ""
+    id2: msgspec.Raw = msgspec.Raw()  # async events' scoped id ({"local": ...} or "global")
 
 
 class NumberEventFields(msgspec.Struct, gc=False):
@@ -93,6 +95,7 @@ class NumberEventFields(msgspec.Struct, gc=False):
     args: msgspec.Raw = msgspec.Raw()
     id: int | str | None = None
     bp: str = ""
+    id2: msgspec.Raw = msgspec.Raw()  # async events' scoped id ({"local": ...} or "global")
 
 
 AnyEventFields = EventFields | IntEventFields | NumberEventFields

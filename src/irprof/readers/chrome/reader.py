@@ -17,8 +17,10 @@ per value), so epoch microseconds such as 1700000000123456.789 keep their nanose
 Kineto's `baseTimeNanoseconds` is added, which makes Kineto times epoch ns.
 
 Phases: X (complete); B/E paired per (pid, tid) stack, unbalanced ones reported in
-`Trace.warnings`; i/I/n (INSTANT); C (COUNTER, the values stay in args); M (process and thread
-names, sort indices into metadata); s/t/f flows bound to slices (see `chrome_flows`).
+`Trace.warnings`; async b/e and S/F paired the same way on a track per (pid, cat, id) tree
+(`chrome.async_events`); i/I/n (INSTANT); C (COUNTER, the values stay in args); M (process and
+thread names, sort indices into metadata); s/t/f flows bound to slices (see `chrome_flows`).
+Events of other phases are counted in `Trace.warnings`.
 
 Kinds come from `KIND_BY_CATEGORY` (Kineto's categories); events without a known category are
 classified from their args: `hlo_op` -> KERNEL (JAX/XLA thunks), `step_num` -> STEP, a
@@ -40,6 +42,7 @@ import numpy as np
 import numpy.typing as npt
 
 from irprof.errors import TraceFormatError
+from irprof.readers.chrome.async_events import async_thread, unread_phases_warning
 from irprof.readers.chrome.checks import base_time_ns, check_times, repair_utf8
 from irprof.readers.chrome.columns import (
     ArgsText,
@@ -76,6 +79,7 @@ I8 = npt.NDArray[np.int8]
 
 PHASE_SLICE, PHASE_BEGIN, PHASE_END, PHASE_INSTANT, PHASE_COUNTER, PHASE_META = 1, 2, 3, 4, 5, 6
 PHASE_FLOW_START, PHASE_FLOW_STEP, PHASE_FLOW_END = 7, 8, 9
+PHASE_ASYNC_BEGIN, PHASE_ASYNC_END = 10, 11  # rewritten to B/E on their tree's track
 PHASE_CODES = {
     "X": PHASE_SLICE,
     "B": PHASE_BEGIN,
@@ -88,6 +92,10 @@ PHASE_CODES = {
     "s": PHASE_FLOW_START,
     "t": PHASE_FLOW_STEP,
     "f": PHASE_FLOW_END,
+    "b": PHASE_ASYNC_BEGIN,
+    "e": PHASE_ASYNC_END,
+    "S": PHASE_ASYNC_BEGIN,
+    "F": PHASE_ASYNC_END,
 }
 MAX_METADATA_FIELD_BYTES = 4096
 UTF8_BOM = b"\xef\xbb\xbf"
@@ -222,6 +230,7 @@ class FieldColumns:
         )
         self.args_text = _Parts()  # every event's raw args, back to back in file order
         self.args_length = _Column(np.int64)
+        self.unread: dict[str, int] = {}  # events per phase not read
         self.flow_rows: list[I64] = []
         self.flow_ids: list[I64 | list[Any]] = []
         self.binds_next: list[npt.NDArray[np.bool_]] = []
@@ -246,9 +255,11 @@ class FieldColumns:
         the events hold their text."""
         count = len(events)
         key_ids = self._keys.ids(map(_key, events), count)
-        self._key_ids.append(key_ids)
         self._add_keys(self._keys.take_new())
         phase = np.frombuffer(self._key_table[0], dtype=np.int64)[key_ids]
+        if (phase == 0).any() or (phase >= PHASE_ASYNC_BEGIN).any():
+            phase = self._rare_phases(events, key_ids, phase)
+        self._key_ids.append(key_ids)
         if ts_ns is None or dur_ns is None:
             self.ts_ns.add(list(map(_ts, events)))
             self.dur_ns.add(list(map(_dur, events)))
@@ -259,7 +270,7 @@ class FieldColumns:
         raw_args = list(map(_args, events))
         self.args_length.append(np.fromiter(map(len, raw_args), np.int64, count))
         self.args_text.write(b"".join(raw_args))  # one part per chunk, never copied again
-        flow_rows = np.nonzero(phase >= PHASE_FLOW_START)[0]
+        flow_rows = np.nonzero((phase >= PHASE_FLOW_START) & (phase <= PHASE_FLOW_END))[0]
         if len(flow_rows):
             flow_list = flow_rows.tolist()  # gathered in C (itemgetter gives a tuple for 2+)
             flow_events = (
@@ -276,6 +287,36 @@ class FieldColumns:
             binds = map("e".__ne__, map(_bp, flow_events))
             self.binds_next.append(np.fromiter(binds, np.bool_, len(flow_events)))
         self.rows += count
+
+    def _rare_phases(self, events: Sequence[AnyEventFields], key_ids: I64, phase: I64) -> I64:
+        """Count the events of unread phases; move async ones to their tree's track as B/E
+        (their keys in `key_ids` are replaced); the chunk's phases after that."""
+        for row in np.nonzero(phase == 0)[0].tolist():
+            ph = events[row].ph
+            self.unread[ph] = self.unread.get(ph, 0) + 1
+        async_rows = np.nonzero(phase >= PHASE_ASYNC_BEGIN)[0]
+        if not len(async_rows):
+            return phase
+        key_ids[async_rows] = self._keys.ids(
+            (
+                (
+                    "B" if code == PHASE_ASYNC_BEGIN else "E",
+                    event.cat,
+                    event.pid,
+                    async_thread(event.cat, event.id, event.id2),
+                    event.name,
+                )
+                for event, code in zip(
+                    itemgetter(*async_rows.tolist())(events) if len(async_rows) > 1
+                    else [events[int(async_rows[0])]],
+                    phase[async_rows].tolist(),
+                    strict=True,
+                )
+            ),
+            len(async_rows),
+        )  # fmt: skip
+        self._add_keys(self._keys.take_new())
+        return np.frombuffer(self._key_table[0], dtype=np.int64)[key_ids]
 
     def flow_fields(self, cat_ids: I64) -> _FlowFields | None:
         """Flow events' rows, (category, id) keys, `bp` and numeric ids."""
@@ -317,6 +358,8 @@ def _shape_columns(text: EventText, base_ns: int, warnings: list[str]) -> _Shape
     for events, ts_ns, dur_ns in text.timed_chunks():
         columns.add(events, ts_ns, dur_ns)
         del events  # one chunk alive at a time (see `EventText.timed_chunks`)
+    if unread := unread_phases_warning(columns.unread):
+        warnings.append(unread)
     phase = columns.phase.array()
     pid_ids, pids = numeric_order(columns.pid_ids.array(), columns.pid.table)
     tid_ids, tids = numeric_order(columns.tid_ids.array(), columns.tid.table)

@@ -35,6 +35,7 @@ import numpy.typing as npt
 
 from irprof.errors import TraceFormatError
 from irprof.fileio import atomic_write
+from irprof.readers.chrome.async_events import unread_phases_warning
 from irprof.readers.chrome.checks import base_time_ns, check_times
 from irprof.readers.chrome.columns import (
     ArgsText,
@@ -95,6 +96,7 @@ class _Kept:
     names: set[int] = field(default_factory=set)
     tracks: set[tuple[int, int]] = field(default_factory=set)
     negative_durations: int = 0
+    unread: dict[str, int] = field(default_factory=dict)  # events per phase not read
     # (ts_ns, dur_ns, row) of the events with the extreme starts and ends, checked with the base
     extremes: list[tuple[int, int, int]] = field(default_factory=list)
 
@@ -136,6 +138,8 @@ class _FirstPass:
         cat_ids, name_ids = columns.cat_ids.array(), columns.name_ids.array()
         args = ArgsText(columns.args_text.getvalue(), columns.args_length.array())
         self._keep_metadata(phase, pid_ids, tid_ids, name_ids, args, first)
+        for ph, count in columns.unread.items():
+            self.kept.unread[ph] = self.kept.unread.get(ph, 0) + count
         paired = np.nonzero((phase == PHASE_BEGIN) | (phase == PHASE_END))[0]
         if len(paired):
             self.kept.begin_end.append(
@@ -322,6 +326,8 @@ def _finish_first_pass(path: Path, first: _FirstPass, stream: EventStream) -> St
         return np.asarray(pid_rank[pid] * width + tid_rank[tid], dtype=np.int64)
 
     warnings = list(stream.notes)
+    if unread := unread_phases_warning(kept.unread):
+        warnings.append(unread)
     if kept.negative_durations:
         warnings.append(negative_durations_warning(kept.negative_durations))
     first.paired_run(track_key, warnings)
