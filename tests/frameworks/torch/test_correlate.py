@@ -328,6 +328,30 @@ def test_name_fallback_keeps_to_calls_of_the_events_module_classes() -> None:
     assert matched.by_name_only == {2: "aten::linear", 3: "aten::conv2d"}
 
 
+def test_name_fallback_descends_only_into_modules_the_export_never_registered() -> None:
+    """HF BART trained: its decoder runs an `aten::eq` mask check that the export drops (it
+    decides a Python branch), while the model's own `eq` (shift_tokens_right) is exported one
+    level up. The decoder is a registered module, so the export dropped that call: it must not
+    take the model's `eq`. A loss module built inside `forward` is registered nowhere: its
+    call joins the call of the level above."""
+    calls = [
+        FxCall(0, "eq", "aten::eq", ("Loss_0", "Bart_0")),
+        FxCall(1, "ce", "aten::cross_entropy_loss", ("Loss_0", "Bart_0")),
+        FxCall(2, "linear", "aten::linear", ("Loss_0", "Bart_0", "Model_0", "Decoder_0")),
+    ]
+    events = [
+        OpEvent(1, "aten::eq", 0, 5, ("Loss_0", "Bart_0")),
+        OpEvent(2, "aten::eq", 10, 5, ("Loss_0", "Bart_0", "Model_0", "Decoder_0")),
+        OpEvent(3, "aten::cross_entropy_loss", 20, 5, ("Loss_0", "Bart_0", "CrossEntropyLoss_0")),
+    ]
+    matched = match_events(events, calls)
+    assert matched.nodes_of == {1: ("eq",), 3: ("ce",)}
+    assert matched.unmatched[2].startswith(
+        "no call of aten::eq in Loss_0/Bart_0/Model_0/Decoder_0 in the exported program"
+    )
+    assert matched.by_name_only == {3: "aten::cross_entropy_loss"}
+
+
 def test_name_fallback_prefers_the_node_whose_source_frame_is_on_the_call_stack() -> None:
     """Without a usable module chain, the Python frame (file, function) picks the node."""
     calls = [

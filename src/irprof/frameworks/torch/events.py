@@ -276,11 +276,18 @@ def _classes(chain: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(instance.rsplit("_", 1)[0] for instance in chain)
 
 
-def _may_contain(call_chain: tuple[str, ...], event_chain: tuple[str, ...]) -> bool:
-    """The call's module classes lead to the event's (equal, or the export saw fewer levels:
-    Keras layers on the torch backend are no registered submodules)."""
+def _may_contain(
+    call_chain: tuple[str, ...], event_chain: tuple[str, ...], registered: set[str]
+) -> bool:
+    """The call's module classes lead to the event's: equal, or the export saw fewer levels
+    because the event's deeper modules are no registered submodules (Keras layers on the torch
+    backend, a loss or softmax module built inside `forward`), which `registered`, the classes
+    of every module the exported program calls, never holds. A deeper level the export does
+    register means the export has that module and dropped this call from it."""
     classes = _classes(call_chain)
-    return _classes(event_chain)[: len(classes)] == classes
+    event_classes = _classes(event_chain)
+    deeper = event_classes[len(classes) :]
+    return event_classes[: len(classes)] == classes and registered.isdisjoint(deeper)
 
 
 def match_events(events: Sequence[OpEvent], calls: Sequence[FxCall]) -> EventMatch:
@@ -299,6 +306,7 @@ def match_events(events: Sequence[OpEvent], calls: Sequence[FxCall]) -> EventMat
     for call in calls:
         exact[(call.event_name, call.chain)].append(call)
         by_name[call.event_name].append(call)
+    registered = {cls for call in calls for cls in _classes(call.chain)}
     seen: Counter[Any] = Counter()
     result = EventMatch()
     strangers: list[OpEvent] = []
@@ -312,7 +320,9 @@ def match_events(events: Sequence[OpEvent], calls: Sequence[FxCall]) -> EventMat
             # No call of this signature: a module numbered differently (one without ops shifts
             # the profiler's instance numbers), or a call eager runs and the export dropped.
             # Only calls that may be this one, by their modules' classes, are candidates.
-            candidates = [call for call in named if _may_contain(call.chain, event.chain)]
+            candidates = [
+                call for call in named if _may_contain(call.chain, event.chain, registered)
+            ]
             if not candidates:
                 where = "/".join(event.chain) or "the top level"
                 result.unmatched[event.row] = (
