@@ -402,3 +402,57 @@ def test_a_module_under_two_names_is_one_instance_and_later_layers_keep_their_ev
     result = CORRELATOR.correlate(bundle, "torch", CorrelationOptions())
     counts = {name.module_path: count for name, count in addmm_counts(result.opprofile)}
     assert counts == {path: steps for path in ("first", "enc", "dec", "heads.b", "heads.a")}
+
+
+EAGER_ONLY_MODEL = textwrap.dedent(
+    """
+    import torch
+    from torch import nn
+
+
+    class Child(nn.Module):
+        '''Runs a mask check (`aten::eq`) only in eager: the export takes the other branch.'''
+
+        def forward(self, x):
+            if not torch.compiler.is_exporting():
+                self.seen = bool((x == 3.0).any())
+            return x * 2
+
+
+    class Top(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.child = Child()
+
+        def forward(self, x):
+            return self.child(torch.where(x == 0.5, 0.0, x))
+
+
+    def irprof_model():
+        torch.manual_seed(0)
+        return Top(), (torch.randn(4, 8),)
+    """
+)
+
+
+def test_a_call_only_eager_runs_in_a_registered_submodule_stays_unmatched(
+    tmp_path: Path,
+) -> None:
+    """The child's eager-only `eq` has no exported call in its module. Its parent's `eq` one
+    level up is another call: it keeps its own one event per step and the child's events are
+    unmatched, with the reason (they had been joined to the parent's by aten name)."""
+    script = tmp_path / "eager_only.py"
+    script.write_text(EAGER_ONLY_MODEL)
+    steps = 3
+    options = TorchCaptureOptions(steps=steps, warmup=1, levels=("torch",))
+    bundle = capture_torch(script, tmp_path / "run", options)
+    result = CORRELATOR.correlate(bundle, "torch", CorrelationOptions())
+    counts: dict[tuple[str, str], int] = {}
+    for entry in result.opprofile.entries:
+        name = FxNodeName.parse(entry.key.name or "")
+        if name is not None and name.target.startswith("aten.eq"):
+            counts[(name.module_path, name.node)] = entry.data.count
+    assert counts == {("", "eq"): steps}
+    unmatched = [e for e in result.coverage.unmatched_events if e.name == "aten::eq"]
+    assert sum(e.count for e in unmatched) == steps
+    assert all("no call of aten::eq in Top_0/Child_0" in e.reason for e in unmatched)
