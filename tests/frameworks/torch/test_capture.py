@@ -456,3 +456,39 @@ def test_a_call_only_eager_runs_in_a_registered_submodule_stays_unmatched(
     unmatched = [e for e in result.coverage.unmatched_events if e.name == "aten::eq"]
     assert sum(e.count for e in unmatched) == steps
     assert all("no call of aten::eq in Top_0/Child_0" in e.reason for e in unmatched)
+
+
+@pytest.mark.parametrize(
+    ("returned", "described"), [("None", "None"), ("x", "input 'x'"), ("3", "3")]
+)
+def test_a_model_that_returns_nothing_it_computes_is_refused(
+    tmp_path: Path, returned: str, described: str
+) -> None:
+    """HF's AutoformerModel without `future_values` returns no hidden state: every call was
+    dead code, the IR kept none, and annotate showed 23% time coverage with each event
+    "renamed by decomposition". The capture now says what the model returned."""
+    script = tmp_path / "nothing.py"
+    script.write_text(
+        textwrap.dedent(
+            f"""
+            import torch
+            from torch import nn
+
+
+            class Nothing(nn.Module):
+                def forward(self, x):
+                    self.kept = (x * 2).relu()
+                    return {returned}
+
+
+            def irprof_model():
+                return Nothing(), (torch.randn(2, 8),)
+            """
+        )
+    )
+    with pytest.raises(CaptureError) as raised:
+        capture_torch(script, tmp_path / "run", TorchCaptureOptions(levels=("torch",)))
+    assert f"the model returns nothing it computes (forward returned {described})" in str(
+        raised.value
+    )
+    assert not (tmp_path / "run").exists()

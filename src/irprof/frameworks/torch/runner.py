@@ -356,6 +356,18 @@ def describe_signature(
     return {"parameters": parameters, "outputs": outputs}
 
 
+def returned_description(program: torch.export.ExportedProgram) -> str:
+    """What the exported program returns when no call computes it: `None`, a constant, an
+    input (a placeholder) unchanged."""
+    inputs = {node.name for node in program.graph.nodes if node.op == "placeholder"}
+    described = []
+    for spec in program.graph_signature.output_specs:
+        value = getattr(spec.arg, "value", None)
+        name = getattr(spec.arg, "name", "")
+        described.append(f"input {name!r}" if name in inputs else repr(value))
+    return ", ".join(described) or "None"
+
+
 def print_module(module: ir.Module) -> str:
     """Module text with locations (`loc(...)`), which every later step keys on."""
     text: str = module.operation.get_asm(enable_debug_info=True)
@@ -458,6 +470,12 @@ def main(argv: list[str] | None = None) -> int:
     exported = export_program(spec, script)
     nodes = describe_nodes(exported, str(script.parent))
     signature = describe_signature(exported, spec.model)
+    if not signature["outputs"]:
+        raise ScriptError(
+            f"{script}: the model returns nothing it computes (forward returned "
+            f"{returned_description(exported)}): every call is dead code, which the IR drops and "
+            "no op could be joined to; return the tensor(s) to profile"
+        )
     written = write_ir(exported, args, levels)
     record = profile_model(
         spec, args.steps, args.warmup, args.staging / TRACE_FILE, args.staging / REFERENCE_FILE
