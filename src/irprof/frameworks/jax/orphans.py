@@ -46,9 +46,7 @@ class OrphanResolver:
             for computation in instruction.called:
                 self.callers[computation].append(instruction.name)
             if instruction.owner:
-                reached.update(
-                    t.position for t in index.lookup(instruction.owner, instruction.chain)
-                )
+                reached.update(self._computed(instruction))
         self.lost = [
             position
             for position, info in enumerate(index.infos)
@@ -56,6 +54,20 @@ class OrphanResolver:
         ]
         self.arguments = _argument_names(index)
         self._cache: dict[str, OrphanPlacement | None] = {}
+
+    def _computed(self, instruction: HloInstructionInfo) -> list[int]:
+        """The IR ops an instruction's metadata says it computes. A data-movement instruction
+        computes only ops of its own kind: a layout copy of a dot's result carries the dot's
+        name, and the dot itself may be one XLA rebuilt without metadata (a YNNPACK fusion
+        of the attention's `BNTS,BSNH->BTNH` einsum), which rule 1 must still find lost."""
+        targets = self.index.lookup(instruction.owner, instruction.chain)
+        if instruction.opcode not in PREPARATION | PASS_THROUGH:
+            return [t.position for t in targets]
+        return [
+            t.position
+            for t in targets
+            if implements(instruction.opcode, self.index.infos[t.position].op_name)
+        ]
 
     def unnamed(self, members: tuple[HloInstructionInfo, ...]) -> bool:
         """No member names an IR op: no metadata, or (a copy XLA made of a parameter, e.g.
