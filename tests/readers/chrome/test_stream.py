@@ -269,3 +269,19 @@ def test_cli_convert_streams_chrome_json_and_writes_datasets(
     assert main(["trace", "convert", str(source), "-o", str(tmp_path / "notes")]) == 2
     assert "not an irprof rank dataset" in capsys.readouterr().err
     assert sorted(path.name for path in (tmp_path / "notes").iterdir()) == ["todo.txt"]
+
+
+def test_async_events_keep_the_track_order_wherever_chunks_end(tmp_path: Path) -> None:
+    """An async event moves to its tree's thread; that thread is first seen where the event is,
+    before a thread a later event introduces, in the reader's one chunk as in tiny chunks."""
+    events = [
+        {"ph": "X", "name": "a", "pid": 1, "tid": 2, "ts": 0, "dur": 1},
+        {"ph": "e", "name": "io", "cat": "c", "id": "z", "pid": 1, "tid": 2, "ts": 9},
+        {"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 1},
+        {"ph": "b", "name": "io", "cat": "c", "id2": {"local": "z"}, "pid": 1, "tid": 1, "ts": 2},
+    ]
+    source = tmp_path / "async.json"
+    source.write_text(json.dumps({"traceEvents": events}))
+    trace = read_trace(source)
+    assert trace.tracks.thread == ("2", "async c z", "1")
+    assert_same(trace, streamed(source, tmp_path, **TINY))

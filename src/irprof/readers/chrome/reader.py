@@ -254,11 +254,21 @@ class FieldColumns:
         `ts_ns`/`dur_ns`: its times when already converted (`EventText.timed_chunks`), else
         the events hold their text."""
         count = len(events)
+        marks = self._marks()
         key_ids = self._keys.ids(map(_key, events), count)
         self._add_keys(self._keys.take_new())
         phase = np.frombuffer(self._key_table[0], dtype=np.int64)[key_ids]
-        if (phase == 0).any() or (phase >= PHASE_ASYNC_BEGIN).any():
-            phase = self._rare_phases(events, key_ids, phase)
+        if (phase >= PHASE_ASYNC_BEGIN).any():
+            # Interned again with each async event on its tree's thread, in event order, so
+            # that ids (and the track order) do not depend on where chunks end.
+            self._roll_back(marks)
+            key_ids = self._keys.ids(map(_moved_key, events), count)
+            self._add_keys(self._keys.take_new())
+            phase = np.frombuffer(self._key_table[0], dtype=np.int64)[key_ids]
+        if (phase == 0).any():
+            for row in np.nonzero(phase == 0)[0].tolist():
+                ph = events[row].ph
+                self.unread[ph] = self.unread.get(ph, 0) + 1
         self._key_ids.append(key_ids)
         if ts_ns is None or dur_ns is None:
             self.ts_ns.add(list(map(_ts, events)))
@@ -288,35 +298,18 @@ class FieldColumns:
             self.binds_next.append(np.fromiter(binds, np.bool_, len(flow_events)))
         self.rows += count
 
-    def _rare_phases(self, events: Sequence[AnyEventFields], key_ids: I64, phase: I64) -> I64:
-        """Count the events of unread phases; move async ones to their tree's track as B/E
-        (their keys in `key_ids` are replaced); the chunk's phases after that."""
-        for row in np.nonzero(phase == 0)[0].tolist():
-            ph = events[row].ph
-            self.unread[ph] = self.unread.get(ph, 0) + 1
-        async_rows = np.nonzero(phase >= PHASE_ASYNC_BEGIN)[0]
-        if not len(async_rows):
-            return phase
-        key_ids[async_rows] = self._keys.ids(
-            (
-                (
-                    "B" if code == PHASE_ASYNC_BEGIN else "E",
-                    event.cat,
-                    event.pid,
-                    async_thread(event.cat, event.id, event.id2),
-                    event.name,
-                )
-                for event, code in zip(
-                    itemgetter(*async_rows.tolist())(events) if len(async_rows) > 1
-                    else [events[int(async_rows[0])]],
-                    phase[async_rows].tolist(),
-                    strict=True,
-                )
-            ),
-            len(async_rows),
-        )  # fmt: skip
-        self._add_keys(self._keys.take_new())
-        return np.frombuffer(self._key_table[0], dtype=np.int64)[key_ids]
+    def _marks(self) -> tuple[int, ...]:
+        """Sizes of the interners and of the key table, to roll a chunk back to."""
+        return (len(self.pid), len(self.tid), len(self.cat), len(self.name), len(self._keys))
+
+    def _roll_back(self, marks: tuple[int, ...]) -> None:
+        """Forget what the last chunk interned (ids are positions: the newest go first)."""
+        interners = (self.pid, self.tid, self.cat, self.name, self._keys)
+        for interner, mark in zip(interners, marks, strict=True):
+            for value in list(interner)[mark:]:
+                del interner[value]
+        for column in self._key_table:
+            del column[marks[-1] :]
 
     def flow_fields(self, cat_ids: I64) -> _FlowFields | None:
         """Flow events' rows, (category, id) keys, `bp` and numeric ids."""
@@ -348,6 +341,17 @@ class FieldColumns:
 
 _CODES = _PhaseCodes(PHASE_CODES)
 _key = attrgetter("ph", "cat", "pid", "tid", "name")
+
+
+def _moved_key(event: AnyEventFields) -> tuple[str, str, int | str, int | str, str]:
+    """`_key`, with an async event as a B/E event on its tree's thread (`async_events`)."""
+    code = _CODES[event.ph]
+    if code < PHASE_ASYNC_BEGIN:
+        return (event.ph, event.cat, event.pid, event.tid, event.name)
+    thread = async_thread(event.cat, event.id, event.id2)
+    return ("B" if code == PHASE_ASYNC_BEGIN else "E", event.cat, event.pid, thread, event.name)
+
+
 _id, _bp = attrgetter("id"), attrgetter("bp")
 _ts, _dur, _args = attrgetter("ts"), attrgetter("dur"), attrgetter("args")
 
