@@ -15,7 +15,7 @@ import pytest
 
 from irprof.annotation import annotate_bundle
 from irprof.bundle import RunBundle
-from irprof.correlate.base import CorrelationOptions
+from irprof.correlate.base import CorrelationOptions, CorrelationResult
 from irprof.errors import CaptureError, UsageError
 from irprof.frameworks.torch.capture import TorchCaptureOptions, capture_torch
 from irprof.frameworks.torch.correlate import CORRELATOR
@@ -273,12 +273,25 @@ def test_inputs_given_by_name_are_passed_as_keywords(tmp_path: Path, mode: str) 
     assert coverage.ops_nontrivial_annotated == coverage.ops_nontrivial > 0
 
 
-def addmm_counts(profile: OpProfile) -> list[tuple[FxNodeName, int]]:
-    """Each linear layer's matmul op (`aten.addmm`) with the number of events it received."""
+STEPS = 3  # profiled steps of the small models below
+
+
+def correlated(tmp_path: Path, source: str) -> CorrelationResult:
+    """`source` captured at the torch level (STEPS steps) and correlated."""
+    script = tmp_path / "model.py"
+    script.write_text(source)
+    options = TorchCaptureOptions(steps=STEPS, warmup=1, levels=("torch",))
+    bundle = capture_torch(script, tmp_path / "run", options)
+    return CORRELATOR.correlate(bundle, "torch", CorrelationOptions())
+
+
+def event_counts(profile: OpProfile, target: str) -> list[tuple[FxNodeName, int]]:
+    """Each op of FX target `target` (`aten.addmm.default`: a linear layer's matmul) with the
+    number of events it received."""
     found = []
     for entry in profile.entries:
         name = FxNodeName.parse(entry.key.name or "")
-        if name is not None and name.target == "aten.addmm.default":
+        if name is not None and name.target == target:
             found.append((name, entry.data.count))
     return found
 
@@ -314,17 +327,13 @@ AUTOCAST_MODEL = textwrap.dedent(
 def test_an_autocast_region_takes_its_own_calls_events(tmp_path: Path) -> None:
     """The region is one call group after decomposition; the eager `aten::linear` inside it
     joins the region's ops, never the other layer's linear (one event per step each)."""
-    script = tmp_path / "mixed.py"
-    script.write_text(AUTOCAST_MODEL)
-    steps = 3
-    options = TorchCaptureOptions(steps=steps, warmup=1, levels=("torch",))
-    bundle = capture_torch(script, tmp_path / "run", options)
-    result = CORRELATOR.correlate(bundle, "torch", CorrelationOptions())
-    counts = {name.node: count for name, count in addmm_counts(result.opprofile)}
+    result = correlated(tmp_path, AUTOCAST_MODEL)
+    addmm = event_counts(result.opprofile, "aten.addmm.default")
+    counts = {name.node: count for name, count in addmm}
     # `first`'s own linear, and the region's (named after the region's node, not `linear`)
-    assert counts.pop("linear") == steps
+    assert counts.pop("linear") == STEPS
     (region_count,) = counts.values()
-    assert region_count == steps
+    assert region_count == STEPS
     coverage = result.coverage
     assert coverage.ops_nontrivial_annotated == coverage.ops_nontrivial
 
@@ -394,14 +403,10 @@ def test_a_module_under_two_names_is_one_instance_and_later_layers_keep_their_ev
     """The profiler numbers module objects; the export records the path a call went through.
     Counting `dec` as a new instance shifted every later Linear by one: `heads.b`'s event went
     to `dec`, `heads.a`'s to `heads.b`, and `enc` got two a step."""
-    script = tmp_path / "shared.py"
-    script.write_text(SHARED_MODEL)
-    steps = 3
-    options = TorchCaptureOptions(steps=steps, warmup=1, levels=("torch",))
-    bundle = capture_torch(script, tmp_path / "run", options)
-    result = CORRELATOR.correlate(bundle, "torch", CorrelationOptions())
-    counts = {name.module_path: count for name, count in addmm_counts(result.opprofile)}
-    assert counts == {path: steps for path in ("first", "enc", "dec", "heads.b", "heads.a")}
+    result = correlated(tmp_path, SHARED_MODEL)
+    addmm = event_counts(result.opprofile, "aten.addmm.default")
+    counts = {name.module_path: count for name, count in addmm}
+    assert counts == {path: STEPS for path in ("first", "enc", "dec", "heads.b", "heads.a")}
 
 
 EAGER_ONLY_MODEL = textwrap.dedent(
@@ -441,20 +446,11 @@ def test_a_call_only_eager_runs_in_a_registered_submodule_stays_unmatched(
     """The child's eager-only `eq` has no exported call in its module. Its parent's `eq` one
     level up is another call: it keeps its own one event per step and the child's events are
     unmatched, with the reason (they had been joined to the parent's by aten name)."""
-    script = tmp_path / "eager_only.py"
-    script.write_text(EAGER_ONLY_MODEL)
-    steps = 3
-    options = TorchCaptureOptions(steps=steps, warmup=1, levels=("torch",))
-    bundle = capture_torch(script, tmp_path / "run", options)
-    result = CORRELATOR.correlate(bundle, "torch", CorrelationOptions())
-    counts: dict[tuple[str, str], int] = {}
-    for entry in result.opprofile.entries:
-        name = FxNodeName.parse(entry.key.name or "")
-        if name is not None and name.target.startswith("aten.eq"):
-            counts[(name.module_path, name.node)] = entry.data.count
-    assert counts == {("", "eq"): steps}
+    result = correlated(tmp_path, EAGER_ONLY_MODEL)
+    eq = event_counts(result.opprofile, "aten.eq.Scalar")
+    assert {(name.module_path, name.node): count for name, count in eq} == {("", "eq"): STEPS}
     unmatched = [e for e in result.coverage.unmatched_events if e.name == "aten::eq"]
-    assert sum(e.count for e in unmatched) == steps
+    assert sum(e.count for e in unmatched) == STEPS
     assert all("no call of aten::eq in Top_0/Child_0" in e.reason for e in unmatched)
 
 
