@@ -69,3 +69,51 @@ def test_two_unnamed_calls_in_a_row_add_no_scope_either() -> None:
     # the call path is kept: each identity goes through both unnamed calls and its own site
     paths = {len(identity.via_calls) for identity in index.identities(at["stablehlo.add"])}
     assert paths == {3}
+
+
+BARE_MODULE = """
+!t = tensor<4xf32>
+module @jit_g {
+  func.func public @main(%a: tensor<4xf32>) -> tensor<4xf32> {
+    %0 = func.call @cumsum(%a) : (!t) -> !t loc(#site)
+    %1 = stablehlo.exponential %0 : !t loc(#exp)
+    return %1 : !t
+  }
+  func.func private @cumsum(%a: tensor<4xf32>) -> tensor<4xf32> {
+    %0 = func.call @cumsum_0(%a) : (!t) -> !t loc(unknown)
+    return %0 : !t
+  }
+  func.func private @cumsum_0(%a: tensor<4xf32>) -> tensor<4xf32> {
+    %0 = stablehlo.negate %a : !t loc(#bare)
+    %1 = func.call @first(%0) : (!t) -> !t loc(unknown)
+    %2 = func.call @second(%1) : (!t) -> !t loc(unknown)
+    return %2 : !t
+  }
+  func.func private @first(%a: tensor<4xf32>) -> tensor<4xf32> {
+    %0 = stablehlo.add %a, %a : !t loc(#shared)
+    return %0 : !t
+  }
+  func.func private @second(%a: tensor<4xf32>) -> tensor<4xf32> {
+    %0 = stablehlo.add %a, %a : !t loc(#shared)
+    return %0 : !t
+  }
+}
+#site = loc("jit(g)/jit(cumsum)"("g.py":3:8))
+#exp = loc("jit(g)/exp"("g.py":4:8))
+#bare = loc("reduce_window_sum")
+#shared = loc("add")
+"""
+
+
+def test_an_op_named_alone_behind_a_call_at_an_unknown_location_is_found_by_that_name() -> None:
+    """JAX lowers `jnp.cumsum` on CPU to `@cumsum`, which calls `@cumsum_0` at an unknown
+    location; its `reduce_window` is named `reduce_window_sum` alone, and so is the HLO
+    instruction, with no stack frame ("op names not found in the IR" before)."""
+    index = JaxOpIndex(derive_op_infos(parse_module(BARE_MODULE, make_context())))
+    at = {info.op_name: p for p, info in enumerate(index.infos)}
+    assert [t.position for t in index.lookup("reduce_window_sum", ())] == [at["stablehlo.negate"]]
+    # a name with a chain keeps to its own position, and a named op is no bare op
+    assert index.lookup("reduce_window_sum", ("g.py:3:8",)) == []
+    assert index.lookup("jit(g)/exp", ()) == []
+    # ops of one name in two functions (reducers of two call sites): no way to tell, no join
+    assert index.lookup("add", ()) == []

@@ -99,17 +99,22 @@ class JaxOpIndex(OpIndex):
         self._exact: dict[tuple[str, tuple[str, ...]], list[IrTarget]] = defaultdict(list)
         self._loose: dict[tuple[str, str], list[IrTarget]] = defaultdict(list)
         self._own: dict[tuple[str, str], list[IrTarget]] = defaultdict(list)
+        # Ops no call path names, with a location name and no source, by that name
+        self._bare: dict[str, list[IrTarget]] = defaultdict(list)
         self.files: set[str] = set()
         for position, info in enumerate(self.infos):
             if info.op_name in ("func.func", "builtin.module"):
                 continue
-            for identity in self.identities(position):
+            identities = self.identities(position)
+            for identity in identities:
                 target = IrTarget(position, identity.via_calls)
                 self._exact[(identity.name, identity.chain)].append(target)
                 if identity.chain:
                     self._loose[(identity.name, identity.chain[0])].append(target)
             if info.keys.name is not None and info.keys.source is not None:
                 self._own[(info.keys.name, info.keys.source)].append(IrTarget(position, ()))
+            elif info.keys.name and not identities:
+                self._bare[info.keys.name].append(IrTarget(position, ()))
             self.files.update(p.rsplit(":", 2)[0] for p in info.keys.chain)
         self._file_map: dict[str, str] = {}
 
@@ -194,7 +199,11 @@ class JaxOpIndex(OpIndex):
     def lookup(self, op_name: str, chain: Sequence[str]) -> list[IrTarget]:
         """IR ops an HLO instruction with this metadata came from: exact (name, chain), else
         (name, innermost position), else the op's own location name at that position (XLA
-        keeps the bare primitive name on the scalar ops of a reducer shared by call sites)."""
+        keeps the bare primitive name on the scalar ops of a reducer shared by call sites).
+        Without a chain, the ops no call path names whose own location name it is, when they
+        are all in one function (never ops of several call sites): JAX lowers `jnp.cumsum` on
+        CPU to a private function whose ops are named `reduce_window_sum` alone, called at an
+        unknown location, and XLA keeps that name."""
         if not op_name:
             return []
         canonical = self.canonical_chain(chain)
@@ -202,7 +211,9 @@ class JaxOpIndex(OpIndex):
         if exact:
             return exact
         if not canonical:
-            return []
+            bare = self._bare.get(op_name, [])
+            one_function = len({self.function_of[t.position] for t in bare}) == 1
+            return bare if one_function else []
         return self._loose.get((op_name, canonical[0])) or self._own.get(
             (op_name, canonical[0]), []
         )

@@ -19,6 +19,7 @@ PASS_THROUGH = frozenset({"bitcast", "tuple", "get-tuple-element"})
 # Kernels that only prepare an operand for their consumer: layouts, element types.
 PREPARATION = DATA_MOVEMENT_OPCODES | {"convert"}
 LOOPS = frozenset({"while"})
+LEAVES = frozenset({"parameter", "constant"})  # inputs of a fused computation
 MAX_BITCAST_HOPS = 8
 
 
@@ -61,13 +62,25 @@ class OrphanResolver:
         name, and the dot itself may be one XLA rebuilt without metadata (a YNNPACK fusion
         of the attention's `BNTS,BSNH->BTNH` einsum), which rule 1 must still find lost."""
         targets = self.index.lookup(instruction.owner, instruction.chain)
-        if instruction.opcode not in PREPARATION | PASS_THROUGH:
+        if not self._moves_data(instruction):
             return [t.position for t in targets]
         return [
             t.position
             for t in targets
             if implements(instruction.opcode, self.index.infos[t.position].op_name)
         ]
+
+    def _moves_data(self, instruction: HloInstructionInfo) -> bool:
+        """A data-movement instruction, or a fusion of nothing else (`copy_bitcast_fusion`:
+        the layout copy of a convolution XLA rebuilt without metadata keeps its name)."""
+        if instruction.opcode != "fusion":
+            return instruction.opcode in PREPARATION | PASS_THROUGH
+        inside = [
+            self.program.instructions[name]
+            for computation in instruction.called
+            for name in self.program.computations.get(computation, ())
+        ]
+        return all(i.opcode in PREPARATION | PASS_THROUGH | LEAVES for i in inside)
 
     def unnamed(self, members: tuple[HloInstructionInfo, ...]) -> bool:
         """No member names an IR op: no metadata, or (a copy XLA made of a parameter, e.g.

@@ -1,0 +1,122 @@
+"""Real JAX captures of kernels XLA rebuilt without op metadata, whose IR op's name only a
+layout copy keeps. The copy names the op without computing it, so the op is still one XLA's
+metadata lost, and the metadata-less kernel goes to it (the only op of its kind and size left):
+no kernel time stays "XLA-inserted".
+
+- `jax.nn.dot_product_attention` on CPU: the attention's two batched dots become YNNPACK fusions
+  whose dots carry no metadata; a copy of the second dot's result keeps its name.
+- A grouped, dilated `conv_general_dilated`: XLA rewrites it as `convolution-window-dilated`
+  without metadata; a `copy_bitcast_fusion` of its result keeps its name.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from irprof.annotation import annotate_bundle
+from irprof.bundle import RunBundle
+from irprof.correlate.hlo import HloModuleInfo, parse_hlo_text
+from irprof.frameworks.jax.capture import JaxCaptureOptions, capture_jax
+from irprof.opprofile import OpProfile
+
+pytest.importorskip("jax")
+pytestmark = [pytest.mark.jax, pytest.mark.slow]
+
+SCRIPT = textwrap.dedent(
+    """
+    import jax
+    import jax.numpy as jnp
+
+
+    def irprof_model(mode="infer"):
+        keys = jax.random.split(jax.random.PRNGKey(0), 5)
+        tokens = jax.random.normal(keys[0], (2, 64, 4))
+        wq, wk, wv = (jax.random.normal(key, (4, 8)) for key in keys[1:4])
+        proj = jax.random.normal(keys[4], (8, 8, 3))
+
+        def forward(tokens):
+            q, k, v = (tokens @ w for w in (wq, wk, wv))
+            out = jax.nn.dot_product_attention(
+                q[:, :, None, :], k[:, :, None, :], v[:, :, None, :], is_causal=True
+            )
+            return jnp.einsum("bsd,def,bse->bf", out[:, :, 0, :], proj, q)
+
+        return forward, (tokens,)
+    """
+)
+
+
+def captured(tmp_path: Path, source: str) -> tuple[RunBundle, HloModuleInfo]:
+    """`source` captured (2 steps) and the program XLA built for it."""
+    script = tmp_path / "model.py"
+    script.write_text(source)
+    bundle = capture_jax(script, tmp_path / "run", JaxCaptureOptions(steps=2, warmup=1))
+    return bundle, parse_hlo_text((tmp_path / "run" / "ir" / "hlo.txt").read_text())
+
+
+def timed_ops(bundle: RunBundle) -> tuple[set[str], list[str]]:
+    """The annotated ops with events, and every unattributed event's reason."""
+    outcome = annotate_bundle(bundle)
+    timed = {
+        entry.key.name
+        for entry in OpProfile.load(outcome.opprofile_path).entries
+        if entry.data.count and entry.key.name
+    }
+    return timed, [event.reason for event in outcome.coverage.unmatched_events]
+
+
+def test_attention_dots_without_metadata_go_to_their_einsums(tmp_path: Path) -> None:
+    bundle, program = captured(tmp_path, SCRIPT)
+    # GIVEN the program XLA built: a dot without metadata, and an instruction of another kind
+    # carrying the name of the attention's second einsum
+    lost_dots = [i for i in program.instructions.values() if i.opcode == "dot" and not i.owner]
+    named = [i for i in program.instructions.values() if "BNTS,BSNH->BTNH" in i.op_name]
+    assert lost_dots, "XLA kept every dot's metadata: this test no longer tests the case"
+    assert named and all(i.opcode != "dot" for i in named)
+    # THEN every kernel is attributed, and both einsums' dots have time of their own
+    timed, reasons = timed_ops(bundle)
+    assert not [reason for reason in reasons if "XLA-inserted" in reason]
+    assert any(name.endswith("BTNH,BSNH->BNTS)/dot_general") for name in timed)
+    assert any(name.endswith("BNTS,BSNH->BTNH)/dot_general") for name in timed)
+
+
+CONV_SCRIPT = textwrap.dedent(
+    """
+    import jax
+    import jax.numpy as jnp
+
+
+    def irprof_model(mode="infer"):
+        keys = jax.random.split(jax.random.PRNGKey(0), 2)
+        x = jax.random.normal(keys[0], (2, 8, 16, 16))
+        w = jax.random.normal(keys[1], (8, 2, 3, 3))
+
+        def forward(x):
+            y = jax.lax.conv_general_dilated(
+                x, w, (1, 1), "SAME", rhs_dilation=(2, 2), feature_group_count=4
+            )
+            return jnp.cumsum(y.reshape(2, -1), axis=-1)
+
+        return forward, (x,)
+    """
+)
+
+
+def test_a_dilated_grouped_convolution_rebuilt_without_metadata_goes_to_its_op(
+    tmp_path: Path,
+) -> None:
+    bundle, program = captured(tmp_path, CONV_SCRIPT)
+    # GIVEN a convolution without metadata, and a fusion that only moves data named after it
+    lost = [i for i in program.instructions.values() if i.opcode == "convolution" and not i.owner]
+    named = [i for i in program.instructions.values() if i.op_name.endswith("conv_general_dilated")]
+    assert lost, "XLA kept the convolution's metadata: this test no longer tests the case"
+    assert named and all(i.opcode != "convolution" for i in named)
+    # THEN its time goes to the convolution, and the cumsum's `reduce_window_sum` (named alone
+    # in a function called at an unknown location) is found too
+    timed, reasons = timed_ops(bundle)
+    assert not reasons
+    assert any(name.endswith("/conv_general_dilated") for name in timed)
+    assert any(name.endswith("reduce_window_sum") for name in timed)
