@@ -195,3 +195,21 @@ def test_async_begin_and_end_on_two_threads_are_one_slice_and_unread_phases_are_
         "2 event(s) of phases not read (1 'O', 1 'T'); read are X, B/E, b/e, S/F, i/I/n, C, M "
         "and s/t/f",
     )
+
+
+def test_async_trees_without_an_id_or_with_both_ids_and_events_without_a_phase() -> None:
+    # GIVEN async events with no id at all, one with both `id` and `id2` (the `id` decides),
+    # and an event with no `ph`
+    events = [
+        {"ph": "b", "cat": "io", "name": "open", "pid": 1, "tid": 1, "ts": 1},
+        {"ph": "e", "cat": "io", "name": "open", "pid": 1, "tid": 1, "ts": 3},
+        {"ph": "b", "cat": "io", "id": 7, "id2": {"local": 8}, "name": "r", "pid": 1, "ts": 4},
+        {"ph": "e", "cat": "io", "id": 7, "name": "r", "pid": 1, "tid": 1, "ts": 6},
+        {"name": "no phase", "pid": 1, "tid": 1, "ts": 5},
+    ]
+    trace = read_chrome(Path("async.json"), json.dumps({"traceEvents": events}).encode())
+    # THEN each pair is one slice on its tree's track, and the phaseless event is counted
+    threads = [trace.tracks.thread[int(track)] for track in trace.track]
+    assert threads == ["async io", "async io 7"]
+    assert trace.dur_ns.tolist() == [2_000, 2_000]
+    assert trace.warnings[0].startswith("1 event(s) of phases not read (1 without 'ph');")
