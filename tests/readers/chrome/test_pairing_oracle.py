@@ -206,10 +206,12 @@ def test_async_trees_without_an_id_or_with_both_ids_and_events_without_a_phase()
         {"ph": "b", "cat": "io", "id": 7, "id2": {"local": 8}, "name": "r", "pid": 1, "ts": 4},
         {"ph": "e", "cat": "io", "id": 7, "name": "r", "pid": 1, "tid": 1, "ts": 6},
         {"name": "no phase", "pid": 1, "tid": 1, "ts": 5},
+        {"ph": "b", "name": "bare", "pid": 1, "tid": 1, "ts": 7},
+        {"ph": "e", "name": "bare", "pid": 1, "tid": 1, "ts": 8},
     ]
     trace = read_chrome(Path("async.json"), json.dumps({"traceEvents": events}).encode())
     # THEN each pair is one slice on its tree's track, and the phaseless event is counted
     threads = [trace.tracks.thread[int(track)] for track in trace.track]
-    assert threads == ["async io", "async io 7"]
-    assert trace.dur_ns.tolist() == [2_000, 2_000]
+    assert threads == ["async io", "async io 7", "async"]  # no category, no id: "async" alone
+    assert trace.dur_ns.tolist() == [2_000, 2_000, 1_000]
     assert trace.warnings[0].startswith("1 event(s) of phases not read (1 without 'ph');")

@@ -25,7 +25,8 @@ def async_thread(cat: str, event_id: Any, id2: msgspec.Raw) -> str:
         scoped = msgspec.json.decode(id2)
         if isinstance(scoped, dict):
             event_id = scoped.get("local", scoped.get("global"))
-    return f"{ASYNC_PREFIX} {cat} {event_id}" if event_id is not None else f"{ASYNC_PREFIX} {cat}"
+    parts = (ASYNC_PREFIX, cat, "" if event_id is None else str(event_id))
+    return " ".join(part for part in parts if part)
 
 
 def unread_phases_warning(counts: dict[str, int]) -> str | None:
