@@ -57,13 +57,17 @@ class OrphanResolver:
         self._cache: dict[str, OrphanPlacement | None] = {}
 
     def _computed(self, instruction: HloInstructionInfo) -> list[int]:
-        """The IR ops an instruction's metadata says it computes. A data-movement instruction
-        computes only ops of its own kind: a layout copy of a dot's result carries the dot's
-        name, and the dot itself may be one XLA rebuilt without metadata (a YNNPACK fusion
-        of the attention's `BNTS,BSNH->BTNH` einsum), which rule 1 must still find lost."""
+        """The IR ops an instruction's metadata says it computes: those the attribution would
+        give its time (`refine`: its own kind, else its result's size among ops of one name and
+        line, so a head's input-gradient `dot` does not stand for the weight-gradient
+        convolution of the same line, which XLA rebuilt without metadata). A data-movement
+        instruction computes only ops of its own kind: a layout copy of a dot's result carries
+        the dot's name, and the dot itself may be one XLA rebuilt without metadata (a YNNPACK
+        fusion of the attention's `BNTS,BSNH->BTNH` einsum), which rule 1 must still find."""
         targets = self.index.lookup(instruction.owner, instruction.chain)
         if not self._moves_data(instruction):
-            return [t.position for t in targets]
+            refined = self.index.refine(instruction.opcode, targets, instruction.elements)
+            return [t.position for t in refined]
         return [
             t.position
             for t in targets
