@@ -210,8 +210,11 @@ def test_any_trace_streams_to_the_reader_s_trace(
 def test_bad_input_names_the_event_and_leaves_no_output(tmp_path: Path) -> None:
     events = crossing_events()
     events[50]["ts"] = "soon"
+    late = crossing_events()
+    late[len(late) - 2]["dur"] = "later"  # in a later segment than the first
     cases = {
         "bad_type.json": json.dumps({"traceEvents": events}).encode(),
+        "bad_dur.json": json.dumps({"traceEvents": late}).encode(),
         "truncated.json.gz": gzip.compress(json.dumps(crossing_events()).encode())[:-40],
         "cut.json": json.dumps({"traceEvents": crossing_events()}).encode()[:-300],
         "no_events.json": json.dumps({"traceEvents": [], "x": [1]}).encode(),
@@ -219,6 +222,7 @@ def test_bad_input_names_the_event_and_leaves_no_output(tmp_path: Path) -> None:
     }
     expected = {
         "bad_type.json": r"bad_type\.json at traceEvents\[50\] field 'ts'",
+        "bad_dur.json": rf"bad_dur\.json at traceEvents\[{len(late) - 2}\] field 'dur'",
         "truncated.json.gz": "gzip stream is truncated",
         "cut.json": "not valid JSON",
         "no_events.json": "no events",
