@@ -77,6 +77,7 @@ def test_coverage_ratios_and_round_trip(tmp_path: Path) -> None:
 
 def test_trivial_ops() -> None:
     assert is_trivial_op("tf.Const") and is_trivial_op("func.return")
+    assert is_trivial_op("torch.operator_terminator")  # the end of an imported If's branch
     assert not is_trivial_op("tf.MatMul") and not is_trivial_op("stablehlo.dot_general")
 
 

@@ -65,7 +65,9 @@ TRIVIAL_OPS = frozenset(
 
 def is_trivial_op(op_name: str) -> bool:
     """True for constants, identities, no-ops, placeholders, terminators and containers."""
-    return op_name in TRIVIAL_OPS or op_name.endswith((".return", ".yield", ".terminator"))
+    return op_name in TRIVIAL_OPS or op_name.endswith(
+        (".return", ".yield", ".terminator", "_terminator")  # `torch.operator_terminator`
+    )
 
 
 @dataclass(frozen=True)

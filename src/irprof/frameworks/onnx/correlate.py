@@ -4,7 +4,9 @@
 An ORT node that fused or replaced source nodes (FusedConv, Gemm from MatMul+Add, Gelu,
 LayerNormalization, NCHWc layout chains) gives its time to all of them as one ledger group,
 split by the members' estimated operations (`frameworks/onnx/work.py`; output bytes when a size
-is unknown); `frameworks/onnx/graph.py` derives membership from def-use.
+is unknown); `frameworks/onnx/graph.py` derives membership from def-use. A control-flow node
+(`If`, `Loop`, `Scan`) runs its subgraph's nodes inside its own event: their events nest in
+it, are part of its time, and are not counted again.
 See docs/onnx.md.
 """
 
@@ -13,6 +15,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 
+import numpy as np
 from iree.compiler import ir
 
 from irprof.bundle import RunBundle
@@ -20,6 +23,7 @@ from irprof.correlate.base import CorrelationOptions, CorrelationResult
 from irprof.correlate.finish import finish_level
 from irprof.correlate.ledger import Ledger
 from irprof.errors import BundleError
+from irprof.event_dag.nesting import nesting_parents
 from irprof.frameworks.onnx.graph import (
     OnnxGraphs,
     Region,
@@ -134,10 +138,18 @@ def _unmatched_reasons(
             region_of[member].append(ort_node)
     reasons: dict[int, str] = {}
     not_executed: set[int] = set()
+    control_flow = _control_flow_nodes(infos, nodes)
     for position, info in enumerate(infos):
         raw = info.keys.name
         name = None if raw is None else node_name(raw, nodes)
         if position in annotated or not operator_name(info.op):
+            continue
+        owner = _enclosing(info.op, control_flow)
+        if owner is not None:
+            reasons[position] = (
+                f"in a subgraph of control-flow node '{owner}', which runs it inside its own "
+                "event: its time is that node's"
+            )
             continue
         if name in initializers and name not in nodes:
             reasons[position] = INITIALIZER_REASON
@@ -156,6 +168,37 @@ def _unmatched_reasons(
         elif name is not None and name not in nodes:
             reasons[position] = f"'{name}' is not a node of the main graph (a subgraph's?)"
     return reasons, not_executed
+
+
+def _control_flow_nodes(infos: Sequence[OpInfo], nodes: set[str]) -> dict[int, str]:
+    """Ops with regions (an imported `If`, `Loop`, `Scan`) named after a main-graph node, by
+    the identity of their operation: op -> node name."""
+    found: dict[int, str] = {}
+    for info in infos:
+        raw = info.keys.name
+        name = None if raw is None else node_name(raw, nodes)
+        if name in nodes and len(info.op.regions):
+            found[hash(info.op.operation)] = name
+    return found
+
+
+def _enclosing(op: ir.Operation | ir.OpView, control_flow: Mapping[int, str]) -> str | None:
+    """The main-graph control-flow node whose regions hold `op`, or None."""
+    parent = op.operation.parent
+    while parent is not None:
+        name = control_flow.get(hash(parent))
+        if name is not None:
+            return name
+        parent = parent.parent
+    return None
+
+
+def node_event_rows(trace: Trace) -> tuple[list[int], int]:
+    """The node events that no other node event holds (a subgraph's nodes run inside their
+    control-flow node's event), and how many were held."""
+    rows = trace.rows_of_kind(EventKind.FRAMEWORK_OP)
+    parent = nesting_parents(trace.track[rows], trace.ts_ns[rows], trace.dur_ns[rows])
+    return rows[parent < 0].tolist(), int(np.count_nonzero(parent >= 0))
 
 
 def correlate_run(
@@ -177,7 +220,7 @@ def correlate_run(
         for name, p in positions.items()
     }
     ledger = Ledger()
-    rows = trace.rows_of_kind(EventKind.FRAMEWORK_OP).tolist()
+    rows, nested = node_event_rows(trace)
     profiled_ns = int(sum(int(trace.dur_ns[row]) for row in rows))
     for row in rows:
         _record_event(ledger, trace, row, regions, positions, graphs, rule, works)
@@ -202,6 +245,7 @@ def correlate_run(
         totals={
             "steps": steps,
             "node_events": len(rows),
+            "subgraph_node_events": nested,
             "fused_time_rule": rule,
             "ort_regions_fused": len(fused),
             "source_nodes_removed": len(removed_nodes(graphs, regions)),
