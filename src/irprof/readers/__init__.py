@@ -157,7 +157,8 @@ def read_trace_bytes(
             raise UsageError(f"{source}: {exc}") from exc
     reader, trace = _read_with_fallback(source, data, readers)
     if len(trace) == 0:
-        raise TraceFormatError(source, f"{reader.name} trace contains no events")
+        why = f" ({'; '.join(trace.warnings)})" if trace.warnings else ""
+        raise TraceFormatError(source, f"{reader.name} trace contains no events{why}")
     return trace
 
 

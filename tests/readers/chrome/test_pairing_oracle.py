@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from irprof.errors import TraceFormatError
+from irprof.readers import read_trace
 from irprof.readers.chrome.reader import read_chrome
 from irprof.readers.chrome.stream import stream_chrome_to_parquet
 from irprof.trace.io import load_parquet
@@ -215,3 +216,19 @@ def test_async_trees_without_an_id_or_with_both_ids_and_events_without_a_phase()
     assert threads == ["async io", "async io 7", "async"]  # no category, no id: "async" alone
     assert trace.dur_ns.tolist() == [2_000, 2_000, 1_000]
     assert trace.warnings[0].startswith("1 event(s) of phases not read (1 without 'ph');")
+
+
+def test_a_trace_of_unread_or_unpaired_events_says_why_it_has_none(tmp_path: Path) -> None:
+    source = tmp_path / "unread.json"
+    events = [
+        {"ph": "T", "cat": "c", "id": 2, "name": "step", "pid": 1, "tid": 1, "ts": 1},
+        {"ph": "b", "cat": "c", "id": 3, "name": "open", "pid": 1, "tid": 1, "ts": 1},
+    ]
+    source.write_text(json.dumps({"traceEvents": events}))
+    with pytest.raises(TraceFormatError) as raised:
+        read_trace(source)
+    assert str(raised.value) == (
+        f"{source}: chrome trace contains no events (1 event(s) of phases not read (1 'T'); "
+        "read are X, B/E, b/e, S/F, i/I/n, C, M and s/t/f; 1 'B' event(s) never closed by an "
+        "'E' (dropped))"
+    )

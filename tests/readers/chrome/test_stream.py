@@ -218,6 +218,7 @@ def test_bad_input_names_the_event_and_leaves_no_output(tmp_path: Path) -> None:
         "truncated.json.gz": gzip.compress(json.dumps(crossing_events()).encode())[:-40],
         "cut.json": json.dumps({"traceEvents": crossing_events()}).encode()[:-300],
         "no_events.json": json.dumps({"traceEvents": [], "x": [1]}).encode(),
+        "unread.json": json.dumps({"traceEvents": [{"ph": "T", "name": "s", "ts": 1}]}).encode(),
         "other.json": json.dumps({"events": [1, 2]}).encode(),
     }
     expected = {
@@ -226,6 +227,7 @@ def test_bad_input_names_the_event_and_leaves_no_output(tmp_path: Path) -> None:
         "truncated.json.gz": "gzip stream is truncated",
         "cut.json": "not valid JSON",
         "no_events.json": "no events",
+        "unread.json": r"no events \(1 event\(s\) of phases not read \(1 'T'\)",
         "other.json": "no 'traceEvents'",
     }
     for name, data in cases.items():

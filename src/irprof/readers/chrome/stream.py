@@ -299,7 +299,8 @@ def stream_chrome_to_parquet(
         release_freed_memory()
         end = _finish_first_pass(path, first, stream)
         if not first.runs:
-            raise TraceFormatError(path, "chrome trace contains no events")
+            why = f" ({'; '.join(end.warnings)})" if end.warnings else ""
+            raise TraceFormatError(path, f"chrome trace contains no events{why}")
         with atomic_write(output) as handle:
             end.write(handle, first.runs, Path(folder))
     return StreamedTrace(
