@@ -16,7 +16,8 @@ from __future__ import annotations
 import shutil
 import statistics
 import tempfile
-from collections.abc import Callable, Sequence
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -61,6 +62,7 @@ from irprof.mlir.load import load_module, write_module
 from irprof.mlir.profile_attrs import get_profile
 from irprof.passes.apply_tuning import RECORD_VERSION, apply_record, op_identities
 from irprof.renderers.mlgo_log import training_log
+from irprof.trace.model import Trace
 
 # Global choices IREE's llvm-cpu backend takes for the whole module (no per-dispatch form).
 GLOBAL_VARIANTS: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -116,29 +118,42 @@ class HotDispatch:
     ops: tuple[dict[str, Any], ...]
 
 
-def hot_dispatches(annotated: ir.Module, options: TuneOptions) -> tuple[list[HotDispatch], float]:
-    """Dispatches by measured time from the annotated source IR (`irprof.profile.kernels` of
-    each op), the hottest first; the ops listing a dispatch are the ones that formed it."""
-    times: dict[str, float] = {}
+def hot_dispatches(
+    annotated: ir.Module, measured: Mapping[str, int], options: TuneOptions
+) -> tuple[list[HotDispatch], float]:
+    """Dispatches by their own measured time (`measured`: each dispatch's summed event time in
+    the profiled runs), the hottest first; the ops listing a dispatch in the annotated source
+    IR (`irprof.profile.kernels`) are the ones that formed it. An op's time is not a
+    dispatch's: a convolution ran in its own dispatch and in a 2 us transpose feeding it, and
+    halving the op's time made the transpose the second "hottest" dispatch (21%)."""
     members: dict[str, list[dict[str, Any]]] = {}
-    total = 0.0
     for (op_name, key, ordinal), op in op_identities(annotated.operation).items():
         profile = get_profile(op)
         if profile is None or not profile.kernels:
             continue
-        total += profile.total_ns
         for kernel in profile.kernels:
-            times[kernel] = times.get(kernel, 0.0) + profile.total_ns / len(profile.kernels)
             members.setdefault(kernel, []).append(
                 {"op": op_name, "key": key, "ordinal": ordinal, "total_ns": profile.total_ns}
             )
-    ranked = sorted(times.items(), key=lambda item: -item[1])
+    total = float(sum(measured.values()))
+    ranked = sorted(
+        ((symbol, float(measured.get(symbol, 0))) for symbol in members),
+        key=lambda item: (-item[1], item[0]),
+    )
     hot = [
         HotDispatch(symbol, ns, ns / total, tuple(members[symbol]))
         for symbol, ns in ranked
         if total and ns / total >= options.min_share
     ]
     return hot[: options.max_dispatches], total
+
+
+def measured_dispatches(trace: Trace) -> dict[str, int]:
+    """Each dispatch's summed event time in the bundle's profiled runs."""
+    found: dict[str, int] = defaultdict(int)
+    for name, dur in zip(trace.names(), trace.dur_ns.tolist(), strict=True):
+        found[name] += int(dur)
+    return dict(found)
 
 
 def _result_count(module: ir.Module, function: str) -> int:
@@ -282,7 +297,7 @@ def tune_run(
     out_dir = Path(out) if out is not None else run.root / "tuned"
     context = make_context()
     annotated = load_module(run.annotated_path(level), context)
-    hot, profiled_ns = hot_dispatches(annotated, options)
+    hot, profiled_ns = hot_dispatches(annotated, measured_dispatches(run.trace()), options)
     if not hot:
         raise UsageError(f"{run_path}: no dispatch holds measured time in annotated/{level}.mlir")
     source_path = run.ir_path(level)
