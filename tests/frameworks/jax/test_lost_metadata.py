@@ -167,3 +167,52 @@ def test_a_weight_gradient_rebuilt_without_metadata_is_not_hidden_by_its_lines_d
     assert lost, "XLA kept the convolutions' metadata: this test no longer tests the case"
     _, reasons = timed_ops(bundle)
     assert not [reason for reason in reasons if "XLA-inserted" in reason]
+
+
+DECODE_SCRIPT = textwrap.dedent(
+    """
+    import jax
+    import jax.numpy as jnp
+    import flax.linen as nn
+
+
+    class Decoder(nn.Module):
+        @nn.compact
+        def __call__(self, tok):
+            h = nn.Embed(50, 32)(tok)
+            h = h + nn.MultiHeadDotProductAttention(num_heads=4, decode=True)(h, h)
+            return nn.Dense(50)(h)
+
+
+    def irprof_model(mode="infer"):
+        model = Decoder()
+        variables = model.init(jax.random.PRNGKey(0), jnp.zeros((2, 8), jnp.int32))
+
+        def generate(params, cache, tok):
+            def step(i, carry):
+                cache, tok, out = carry
+                logits, mutated = model.apply(
+                    {"params": params, "cache": cache}, tok, mutable=["cache"]
+                )
+                nxt = jnp.argmax(logits[:, -1], -1)[:, None].astype(jnp.int32)
+                return mutated["cache"], nxt, out.at[:, i].set(nxt[:, 0])
+
+            init = (cache, tok, jnp.zeros((2, 4), jnp.int32))
+            return jax.lax.fori_loop(0, 4, step, init)[2]
+
+        start = jnp.zeros((2, 1), jnp.int32)
+        return generate, (variables["params"], variables["cache"], start)
+    """
+)
+
+
+def test_two_rebuilt_dots_of_one_size_stay_unplaced_and_say_why(tmp_path: Path) -> None:
+    """A KV-cache attention's two dots (scores, then values) come out of XLA without metadata,
+    both of 64 elements, as are the two IR ops that lost theirs: which is which is not told
+    apart, so neither is placed, and the reason says so instead of "a layout copy"."""
+    bundle, program = captured(tmp_path, DECODE_SCRIPT)
+    lost = [i for i in program.instructions.values() if i.opcode == "dot" and not i.owner]
+    assert len({i.elements for i in lost}) == 1 and len(lost) >= 2, "XLA changed: not the case"
+    _, reasons = timed_ops(bundle)
+    told = [r for r in reasons if r.startswith("a dot XLA rebuilt without op metadata: ")]
+    assert told and all("2 IR ops of its kind and size lost theirs" in r for r in told)

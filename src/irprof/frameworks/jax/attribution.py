@@ -67,6 +67,8 @@ def plan_kernel(
                 fed = plan_kernel(program, index, placed.consumer, rule, orphans)
                 if fed.shares:
                     return fed
+            if placed is not None and placed.how:
+                return KernelPlan((), placed.how)
             return KernelPlan(
                 (), "XLA-inserted instruction without op metadata (e.g. a layout copy)"
             )

@@ -112,6 +112,13 @@ class OrphanResolver:
                 return OrphanPlacement(
                     tuple(targets), how=f"the only {compute[0].opcode} op XLA's metadata lost"
                 )
+            if len(compute) == 1 and targets:
+                # Not placed, but say why: the kernel computes, it is no layout copy.
+                return OrphanPlacement(
+                    how=f"a {compute[0].opcode} XLA rebuilt without op metadata: "
+                    f"{len(targets)} IR ops of its kind and size lost theirs, and which one it "
+                    "is cannot be told"
+                )
             return None
         consumer = self._only_consumer(instruction)
         if consumer is None:
@@ -120,7 +127,7 @@ class OrphanResolver:
         if not self.unnamed((fed, *self.program.kernel_members(consumer))):
             return OrphanPlacement(consumer=consumer, how=f"layout copy feeding {consumer}")
         placed = self.place(consumer)
-        if placed is None:
+        if placed is None or not (placed.targets or placed.consumer):
             return None
         return OrphanPlacement(
             placed.targets, placed.consumer, how=f"layout copy feeding {consumer}"
