@@ -218,7 +218,9 @@ def test_bad_input_names_the_event_and_leaves_no_output(tmp_path: Path) -> None:
         "truncated.json.gz": gzip.compress(json.dumps(crossing_events()).encode())[:-40],
         "cut.json": json.dumps({"traceEvents": crossing_events()}).encode()[:-300],
         "no_events.json": json.dumps({"traceEvents": [], "x": [1]}).encode(),
-        "unread.json": json.dumps({"traceEvents": [{"ph": "T", "name": "s", "ts": 1}]}).encode(),
+        "unread.json": json.dumps(
+            {"traceEvents": [{"ph": "T", "name": "s", "ts": 1}, {"ph": "B", "name": "b", "ts": 2}]}
+        ).encode(),
         "other.json": json.dumps({"events": [1, 2]}).encode(),
     }
     expected = {
@@ -227,7 +229,8 @@ def test_bad_input_names_the_event_and_leaves_no_output(tmp_path: Path) -> None:
         "truncated.json.gz": "gzip stream is truncated",
         "cut.json": "not valid JSON",
         "no_events.json": "no events",
-        "unread.json": r"no events \(1 event\(s\) of phases not read \(1 'T'\)",
+        "unread.json": r"no events \(1 event\(s\) of phases not read \(1 'T'\); read are "
+        r"X, B/E, b/e, S/F, i/I/n, C, M and s/t/f; 1 'B' event\(s\) never closed",
         "other.json": "no 'traceEvents'",
     }
     for name, data in cases.items():
@@ -290,4 +293,21 @@ def test_async_events_keep_the_track_order_wherever_chunks_end(tmp_path: Path) -
     source.write_text(json.dumps({"traceEvents": events}))
     trace = read_trace(source)
     assert trace.tracks.thread == ("2", "async c z", "1")
+    assert_same(trace, streamed(source, tmp_path, **TINY))
+
+
+def test_paired_slices_tied_with_complete_events_keep_the_reader_s_order(tmp_path: Path) -> None:
+    """B/E slices and X events that start together and last as long: the reader puts the
+    paired slices after the direct events, in pairing order; so must the streamed runs."""
+    events: list[dict[str, Any]] = []
+    for tid in (1, 2, 3):
+        events += [
+            {"ph": "B", "name": f"b{tid}", "pid": 1, "tid": tid, "ts": 5},
+            {"ph": "X", "name": f"x{tid}", "pid": 1, "tid": tid, "ts": 5, "dur": 1},
+            {"ph": "E", "pid": 1, "tid": tid, "ts": 6},
+        ]
+    source = tmp_path / "ties.json"
+    source.write_text(json.dumps({"traceEvents": events}))
+    trace = read_trace(source)
+    assert trace.names() == ["x1", "x2", "x3", "b1", "b2", "b3"]
     assert_same(trace, streamed(source, tmp_path, **TINY))
