@@ -13,7 +13,12 @@ from iree.compiler import ir
 from irprof.bundle import RunBundle
 from irprof.correlate.base import CorrelationOptions
 from irprof.errors import BundleError
-from irprof.frameworks.tf.correlate import CORRELATOR, EAGER_OUTSIDE, _resolve_event
+from irprof.frameworks.tf.correlate import (
+    CORRELATOR,
+    EAGER_OUTSIDE,
+    INPUT_PIPELINE,
+    _resolve_event,
+)
 from irprof.frameworks.tf.fusion import (
     ExecutedGraph,
     ExecutedNode,
@@ -245,14 +250,26 @@ def test_name_scope(node: str, scope: str) -> None:
 
 
 def test_an_eager_op_outside_the_function_says_so() -> None:
-    """TF names an op run eagerly after its type (Keras' input pipeline for NumPy arrays:
-    `TensorSliceDataset:TensorSliceDataset`); a scoped node absent from the IR keeps the
-    general reason."""
+    """TF names an op run eagerly after its type (`Cast:Cast`); Keras' input pipeline for NumPy
+    arrays (`TensorSliceDataset:TensorSliceDataset`) and a distribution strategy's iterators are
+    tf.data ops; a scoped node absent from the IR keeps the general reason."""
     context = ir.Context()
     context.allow_unregistered_dialects = True
     view = TfOpIndex.of(ir.Module.parse(SYNTHETIC, context))
-    eager = _resolve_event(view, lambda: None, None, "TensorSliceDataset", "TensorSliceDataset")
+    eager = _resolve_event(view, lambda: None, None, "Cast", "Cast")
     assert eager == ([], EAGER_OUTSIDE)
+    # tf.data's ops, eager (Keras' pipeline for arrays) or in a graph of their own (the
+    # iterators of a distribution strategy) are named as the input pipeline
+    for node, kind in [
+        ("TensorSliceDataset", "TensorSliceDataset"),
+        ("TensorDataset/_2", "TensorDataset"),
+        ("MultiDeviceIteratorFromStringHandle", "MultiDeviceIteratorFromStringHandle"),
+        ("ParallelMapDatasetV2", "ParallelMapDatasetV2"),
+    ]:
+        assert _resolve_event(view, lambda: None, None, node, kind) == (
+            [],
+            INPUT_PIPELINE.format(type=kind),
+        )
     scoped = _resolve_event(view, lambda: None, None, "model/GatherV2", "GatherV2")
     assert scoped[0] == [] and scoped[1] != EAGER_OUTSIDE and "not in the IR" in scoped[1]
     named = _resolve_event(view, lambda: None, None, "s/relu", "Relu")

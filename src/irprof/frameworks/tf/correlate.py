@@ -55,6 +55,20 @@ EAGER_OUTSIDE = (
     "eagerly: likely run outside the IR's function, e.g. the input pipeline Keras builds from "
     "NumPy arrays at every call (give it a tf.data dataset)"
 )
+# tf.data's kernels: datasets, their iterators and the multi-device iterators a distribution
+# strategy makes; Keras (re)builds them around the step, in graphs of their own.
+INPUT_PIPELINE = (
+    "a tf.data input-pipeline op ({type}) run around the step, outside the IR's function: the "
+    "dataset and iterators Keras builds at every call (from NumPy arrays: give it a tf.data "
+    "dataset) or a distribution strategy makes"
+)
+
+
+def is_input_pipeline(kernel_type: str) -> bool:
+    """tf.data's op types: `...Dataset` (and `...DatasetV2`, ...), iterator ops."""
+    return kernel_type.rstrip("V0123456789").endswith("Dataset") or "Iterator" in kernel_type
+
+
 DEAD_AT_LEVEL = (
     "ran (a stateful read the runtime keeps), but every op reading its value was pruned by "
     "grappler, and this level's pipeline removed it as dead code: no op here does its work"
@@ -191,6 +205,8 @@ def _resolve_event(
             "no op with this node name at this level, and the executed graph does not show "
             "which op it replaced (no unique absent op computes its value from the same inputs)"
         )
+    if is_input_pipeline(kernel_type):
+        return [], INPUT_PIPELINE.format(type=kernel_type)
     if node == kernel_type:
         return [], EAGER_OUTSIDE
     return [], "no op with this node name at this level (renamed, merged or not in the IR)"
