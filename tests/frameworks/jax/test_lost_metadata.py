@@ -49,11 +49,12 @@ SCRIPT = textwrap.dedent(
 )
 
 
-def captured(tmp_path: Path, source: str) -> tuple[RunBundle, HloModuleInfo]:
-    """`source` captured (2 steps) and the program XLA built for it."""
+def captured(tmp_path: Path, source: str, mode: str = "infer") -> tuple[RunBundle, HloModuleInfo]:
+    """`source` captured (2 steps, in `mode`) and the program XLA built for it."""
     script = tmp_path / "model.py"
     script.write_text(source)
-    bundle = capture_jax(script, tmp_path / "run", JaxCaptureOptions(steps=2, warmup=1))
+    options = JaxCaptureOptions(steps=2, warmup=1, mode=mode)
+    bundle = capture_jax(script, tmp_path / "run", options)
     return bundle, parse_hlo_text((tmp_path / "run" / "ir" / "hlo.txt").read_text())
 
 
@@ -158,11 +159,7 @@ def test_a_weight_gradient_rebuilt_without_metadata_is_not_hidden_by_its_lines_d
     """A 1x1 head's input gradient runs as a `dot` named after the head's line, and its weight
     gradient as a `convolution` without metadata. The dot computes only the op of its size;
     the weight-gradient op of the same name and line stays lost and takes the convolution."""
-    script = tmp_path / "model.py"
-    script.write_text(HEAD_SCRIPT)
-    options = JaxCaptureOptions(steps=2, warmup=1, mode="train")
-    bundle = capture_jax(script, tmp_path / "run", options)
-    program = parse_hlo_text((tmp_path / "run" / "ir" / "hlo.txt").read_text())
+    bundle, program = captured(tmp_path, HEAD_SCRIPT, mode="train")
     lost = [i for i in program.instructions.values() if i.opcode == "convolution" and not i.owner]
     assert lost, "XLA kept the convolutions' metadata: this test no longer tests the case"
     _, reasons = timed_ops(bundle)

@@ -88,15 +88,20 @@ def test_streamed_converter_pairs_like_the_oracle(
     tmp_path_factory: pytest.TempPathFactory, events: list[Event]
 ) -> None:
     folder = tmp_path_factory.mktemp("pairing")
-    source, output = folder / "t.json", folder / "t.parquet"
-    source.write_bytes(document(events))
     expected = oracle(events)
     if not expected:  # nothing complete: refused, naming the file (as `trace summary` does)
         with pytest.raises(TraceFormatError, match="no events"):
-            stream_chrome_to_parquet(source, output)
+            streamed(folder, document(events))
         return
+    assert slices_of(streamed(folder, document(events))) == expected
+
+
+def streamed(folder: Path, data: bytes) -> Trace:
+    """`data` written to `folder`, converted by the streamed converter and read back."""
+    source, output = folder / "t.json", folder / "t.parquet"
+    source.write_bytes(data)
     stream_chrome_to_parquet(source, output)
-    assert slices_of(load_parquet(output)) == expected
+    return load_parquet(output)
 
 
 AsyncEvent = tuple[str, int, int, int, str, str]  # phase, tid, id, ts (us), name, id form
@@ -166,10 +171,7 @@ def test_streamed_async_events_pair_like_the_oracle(
     tmp_path_factory: pytest.TempPathFactory, events: list[AsyncEvent]
 ) -> None:
     folder = tmp_path_factory.mktemp("async")
-    source, output = folder / "t.json", folder / "t.parquet"
-    source.write_bytes(async_document(events))
-    stream_chrome_to_parquet(source, output)
-    assert async_slices_of(load_parquet(output)) == async_oracle(events)
+    assert async_slices_of(streamed(folder, async_document(events))) == async_oracle(events)
 
 
 def test_async_begin_and_end_on_two_threads_are_one_slice_and_unread_phases_are_named() -> None:
