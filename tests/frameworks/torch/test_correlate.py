@@ -311,6 +311,7 @@ def test_name_fallback_keeps_to_calls_of_the_events_module_classes() -> None:
         FxCall(0, "to", "aten::to", ("M_0", "Model_0", "Rotary_0")),
         FxCall(1, "linear", "aten::linear", ("M_0", "Model_0", "Layer_0", "Linear_0")),
         FxCall(2, "conv2d", "aten::conv2d", ("Functional_0",)),
+        FxCall(3, "conv2d_1", "aten::conv2d", ("Functional_0",)),
     ]
     events = [
         OpEvent(1, "aten::to", 0, 5, ("M_0", "Model_0", "Layer_0", "Attention_0")),
@@ -333,7 +334,7 @@ def test_name_fallback_descends_only_into_modules_the_export_never_registered() 
     decides a Python branch), while the model's own `eq` (shift_tokens_right) is exported one
     level up. The decoder is a registered module, so the export dropped that call: it must not
     take the model's `eq`. A loss module built inside `forward` is registered nowhere: its
-    call joins the call of the level above."""
+    call joins the call of the level above, the only one there (so not a guess by name)."""
     calls = [
         FxCall(0, "eq", "aten::eq", ("Loss_0", "Bart_0")),
         FxCall(1, "ce", "aten::cross_entropy_loss", ("Loss_0", "Bart_0")),
@@ -349,7 +350,33 @@ def test_name_fallback_descends_only_into_modules_the_export_never_registered() 
     assert matched.unmatched[2].startswith(
         "no call of aten::eq in Loss_0/Bart_0/Model_0/Decoder_0 in the exported program"
     )
-    assert matched.by_name_only == {3: "aten::cross_entropy_loss"}
+    assert matched.by_name_only == {}
+
+
+def test_name_fallback_to_the_only_call_of_the_events_own_module_is_not_a_guess() -> None:
+    """HF Mamba2: each mixer's conv activation is a module made on the fly (never registered),
+    so its event's chain ends one level below the mixer's call. Every mixer has one such call:
+    the event's own mixer instance decides, not the order of events (here a step whose first
+    event was lost), and the join is not reported as by name only. The gated norm's call (a
+    registered submodule) is no candidate."""
+    calls = []
+    for block in range(2):
+        mixer = ("Net_0", f"Mixer_{block}")
+        calls += [
+            FxCall(2 * block, f"silu_{block}", "aten::silu", mixer),
+            FxCall(2 * block + 1, f"norm_silu_{block}", "aten::silu", (*mixer, "Norm_0")),
+        ]
+    events = [
+        OpEvent(1, "aten::silu", 0, 5, ("Net_0", "Mixer_1", "SiLUActivation_1")),
+        OpEvent(2, "aten::silu", 10, 5, ("Net_0", "Mixer_0", "SiLUActivation_0")),
+        OpEvent(3, "aten::silu", 20, 5, ("Net_0", "Mixer_0", "Norm_0")),
+        OpEvent(4, "aten::silu", 30, 5, ("Net_0", "Mixer_1", "SiLUActivation_1")),
+    ]
+    matched = match_events(events, calls)
+    assert matched.nodes_of == {
+        1: ("silu_1",), 2: ("silu_0",), 3: ("norm_silu_0",), 4: ("silu_1",)
+    }  # fmt: skip
+    assert matched.by_name_only == {}
 
 
 def test_name_fallback_prefers_the_node_whose_source_frame_is_on_the_call_stack() -> None:

@@ -295,8 +295,9 @@ def match_events(events: Sequence[OpEvent], calls: Sequence[FxCall]) -> EventMat
 
     Events whose exact signature no node has (a module without ops shifting the profiler's
     instance numbers, say) fall back to the aten name among the calls whose module classes lead
-    to the event's, again in execution order, and are recorded as such (`by_name_only`); with
-    no such call the event is unmatched (eager ran a call the export dropped). An event
+    to the event's, again in execution order, and are recorded as such (`by_name_only`) unless
+    one call of the event's own module instances remains; with no such call the event is
+    unmatched (eager ran a call the export dropped). An event
     whose op the exported program never calls is an eager fused kernel (nn.MultiheadAttention's
     `aten::_native_multi_head_attention` fast path): it covers the calls of its module that no
     other event accounts for.
@@ -331,8 +332,15 @@ def match_events(events: Sequence[OpEvent], calls: Sequence[FxCall]) -> EventMat
                     "only eager runs"
                 )
                 continue
-            result.by_name_only[event.row] = event.name
-        candidates = nearest_source(event, candidates)
+            # The event's own module instances, down to a level the export never registered
+            # (HF Mamba2's mixer calling an activation module made on the fly): the call of
+            # this very module, as certain as an exact signature when it is the only one.
+            own = [call for call in candidates if event.chain[: len(call.chain)] == call.chain]
+            candidates = nearest_source(event, own or candidates)
+            if not own or len(candidates) > 1:
+                result.by_name_only[event.row] = event.name
+        else:
+            candidates = nearest_source(event, candidates)
         # Every step runs the same program: ranks wrap around from one step to the next. The
         # k-th event that competes for these calls is the k-th call.
         counter_key = tuple(call.node for call in candidates)
