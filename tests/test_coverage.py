@@ -120,6 +120,22 @@ def test_check_coverage_refuses_an_empty_or_unrelated_correlation() -> None:
         check_coverage(Coverage("x", 100, 100, 3, 2, 0, 0), "run.json")
 
 
+def test_ops_seen_running_untimed_show_the_trace_belongs_to_the_ir() -> None:
+    """A small TF model under `tf.scan`/`tf.map_fn`: its timed steps (host tracer level 2)
+    record only the 3 expensive ops of 61, the reference steps the 56 cheap ones. That is
+    this model's trace, not another's: accepted. Without those 56 it is refused, and the
+    refusal counts the untimed ops it did see."""
+    seen = Coverage("tf", 118_078, 118_078, 149, 61, 3, 3, ops_untimed=56)
+    assert seen.nontrivial_coverage < MIN_NONTRIVIAL_COVERAGE
+    check_coverage(seen, "run")
+    # 3 timed + 0 untimed of 61 is 4.9%: below; 2 + 1 of 60 is exactly 5%: accepted.
+    with pytest.raises(CorrelationError, match=r"4\.9% of non-trivial ops \(3/61\)\. The"):
+        check_coverage(Coverage("tf", 100, 100, 149, 61, 3, 3), "run")
+    check_coverage(Coverage("tf", 100, 100, 149, 60, 2, 2, ops_untimed=1), "run")
+    with pytest.raises(CorrelationError, match=r"1\.6% of non-trivial ops \(1/61, 1 more seen"):
+        check_coverage(Coverage("tf", 100, 100, 149, 61, 1, 1, ops_untimed=1), "run")
+
+
 def test_check_coverage_accepts_exactly_the_thresholds() -> None:
     ops = 100
     at_threshold = Coverage(
