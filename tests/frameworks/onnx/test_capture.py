@@ -216,42 +216,121 @@ def _branching_model() -> onnx.ModelProto:
     return model
 
 
-def test_a_subgraphs_node_events_are_inside_their_if_and_counted_once(tmp_path: Path) -> None:
-    """ORT times an `If`'s branch nodes inside the `If`'s own event. Their events were counted
-    again in the profiled time (108 us where the nodes took 90 us in a torch.cond export) and
-    listed as unmatched; the `If` op carries them, once."""
+def _node_events(run: Path) -> list[tuple[int, int, str]]:
+    """(start us, end us, node name) of every ORT node event of the profiled runs."""
+    return [
+        (e["ts"], e["ts"] + e["dur"], e["name"].removesuffix("_kernel_time"))
+        for e in json.loads((run / "trace" / "onnxruntime.json").read_text())
+        if e.get("cat") == "Node" and e["ph"] == "X"
+    ]
+
+
+def _held(event: tuple[int, int, str], events: list[tuple[int, int, str]]) -> bool:
+    """Inside another, longer node event (brute force over all pairs)."""
+    return any(
+        o is not event
+        and o[0] <= event[0]
+        and event[1] <= o[1]
+        and o[1] - o[0] > event[1] - event[0]
+        for o in events
+    )
+
+
+def _op_totals(run: Path) -> dict[str, int]:
+    entries = json.loads((run / "opprofile.onnx.json").read_text())["entries"]
+    return {entry["key"]["name"]: entry["profile"]["total_ns"] for entry in entries}
+
+
+def test_an_ifs_branch_nodes_get_their_own_events_counted_once(tmp_path: Path) -> None:
+    """ORT times an `If`'s branch nodes inside the `If`'s own event. Their events were once
+    counted again in the profiled time (108 us where the nodes took 90 us in a torch.cond
+    export), then all given to the `If`; now each goes to its branch node's op, the `If`
+    keeps the rest of its event, and the branch that did not run says so."""
     model_path = tmp_path / "branching.onnx"
     onnx.save(_branching_model(), str(model_path))
     run = tmp_path / "run"
     assert main(["capture", "onnx", str(model_path), "-o", str(run), "--steps", "3"]) == 0
     assert main(["annotate", str(run)]) == 0
-    events = [
-        (e["ts"], e["ts"] + e["dur"], e["name"])
-        for e in json.loads((run / "trace" / "onnxruntime.json").read_text())
-        if e.get("cat") == "Node" and e["ph"] == "X"
-    ]
-
+    events = _node_events(run)
     # GIVEN (brute force over the trace) node events inside another node event
-    def held(event: tuple[int, int, str]) -> bool:
-        return any(
-            o is not event
-            and o[0] <= event[0]
-            and event[1] <= o[1]
-            and o[1] - o[0] > event[1] - event[0]
-            for o in events
-        )
-
-    nested = [event for event in events if held(event)]
-    assert nested and all("branch" not in name for _, _, name in nested)
+    nested = [event for event in events if _held(event, events)]
+    top = [event for event in events if not _held(event, events)]
+    taken = {name for _, _, name in nested}
+    ran = "a" if any(name.endswith("_a") for name in taken) else "b"
+    assert nested and all("branch" not in name for name in taken)
+    assert {name[-1] for name in taken} == {ran}  # one branch's nodes, maybe fused by ORT
     # THEN the profiled time counts each top-level node event once, and all of it is the ops'
-    top_us = sum(end - start for start, end, _ in events if not held((start, end, _)))
     record = json.loads((run / "coverage.json").read_text())["levels"]["onnx"]
-    assert record["profiled_ns"] == top_us * 1000
+    assert record["profiled_ns"] == sum(end - start for start, end, _ in top) * 1000
     assert record["attributed_ns"] == record["profiled_ns"]
-    branch_ops = [
-        op
-        for op in record["unmatched_ops"]
-        if any(f"'{name}'" in op["location"] for name in ("gemm_a", "act_a", "gemm_b", "act_b"))
-    ]
-    assert len(branch_ops) == 4
-    assert all("in a subgraph of control-flow node 'branch'" in op["reason"] for op in branch_ops)
+    profile_totals = json.loads((run / "opprofile.onnx.json").read_text())["totals"]
+    assert profile_totals["subgraph_node_events"] == len(nested)
+    assert profile_totals["subgraph_node_events_itemized"] == len(nested)
+    totals = _op_totals(run)
+    inside = sum(end - start for start, end, _ in nested) * 1000
+    if_time = sum(end - start for start, end, name in top if name == "branch") * 1000
+    assert totals["branch"] == if_time - inside
+    assert totals[f"gemm_{ran}"] + totals[f"act_{ran}"] == inside
+    assert totals[f"gemm_{ran}"] > 0 and totals[f"act_{ran}"] > 0
+    other = "b" if ran == "a" else "a"
+    idle = [
+        op for op in record["unmatched_ops"]
+        if any(f"'{name}_{other}'" in op["location"] for name in ("gemm", "act"))
+    ]  # fmt: skip
+    assert len(idle) == 2
+    assert all("with no event of its own placed inside" in op["reason"] for op in idle)
+
+
+def _looping_model(trips: int) -> onnx.ModelProto:
+    """A `Loop` of `trips` iterations whose body multiplies the carried state by a weight
+    (MatMul) and applies Tanh; a Relu after it."""
+    weight = numpy_helper.from_array(
+        np.random.default_rng(3).standard_normal((16, 16)).astype(np.float32) * 0.3, "w"
+    )
+    body = helper.make_graph(
+        [helper.make_node("MatMul", ["h_in", "w"], ["m"], name="step_matmul"),
+         helper.make_node("Tanh", ["m"], ["h_out"], name="step_tanh"),
+         helper.make_node("Identity", ["cond_in"], ["cond_out"], name="step_cond")],
+        "body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+         helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("h_in", TensorProto.FLOAT, [4, 16])],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("h_out", TensorProto.FLOAT, [4, 16])],
+    )  # fmt: skip
+    graph = helper.make_graph(
+        [helper.make_node("Loop", ["trips", "", "x"], ["h"], name="recurrence", body=body),
+         helper.make_node("Relu", ["h"], ["y"], name="out")],
+        "looping",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 16])],
+        [weight, numpy_helper.from_array(np.array(trips, np.int64), "trips")],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model
+
+
+def test_a_loops_body_nodes_get_their_events_of_every_iteration(tmp_path: Path) -> None:
+    """A `Loop` body's nodes run once per iteration inside the `Loop`'s event (tf2onnx turns
+    a Keras GRU into one): each body op gets its events of every iteration of every step."""
+    trips, steps = 5, 3
+    model_path = tmp_path / "looping.onnx"
+    onnx.save(_looping_model(trips), str(model_path))
+    run = tmp_path / "run"
+    assert main(["capture", "onnx", str(model_path), "-o", str(run), "--steps", str(steps)]) == 0
+    assert main(["annotate", str(run)]) == 0
+    events = _node_events(run)
+    nested = [event for event in events if _held(event, events)]
+    loop = [event for event in events if event[2] == "recurrence"]
+    assert len(loop) == steps
+    totals = _op_totals(run)
+    entries = json.loads((run / "opprofile.onnx.json").read_text())["entries"]
+    counts = {entry["key"]["name"]: entry["profile"]["count"] for entry in entries}
+    for node in ("step_matmul", "step_tanh"):
+        mine = [event for event in nested if event[2] == node]
+        assert len(mine) == trips * steps
+        assert counts[node] == trips * steps
+        assert totals[node] == sum(end - start for start, end, _ in mine) * 1000
+    inside = sum(end - start for start, end, _ in nested) * 1000
+    assert totals["recurrence"] == sum(end - start for start, end, _ in loop) * 1000 - inside

@@ -12,9 +12,11 @@ from irprof.frameworks.onnx.graph import (
     Graph,
     GraphNode,
     OnnxGraphs,
+    Subgraph,
     parse_graphs,
     removed_nodes,
     runtime_regions,
+    subgraph_regions,
 )
 
 
@@ -121,3 +123,63 @@ def test_a_bad_graphs_file_names_itself() -> None:
     data = orjson.dumps({"format": "irprof-onnx-graphs", "source": {"nodes": [{"name": 3}]}})
     with pytest.raises(BundleError, match=r"RUN/ir/onnx.graphs.json: source.nodes\[0\]"):
         parse_graphs(data, "RUN/ir/onnx.graphs.json")
+
+
+def test_a_bad_subgraph_record_names_its_place() -> None:
+    record = {"nodes": [], "subgraphs": [{"owner": "if", "graph": {"nodes": [{"name": 3}]}}]}
+    data = orjson.dumps(
+        {"format": "irprof-onnx-graphs", "source": record, "optimized": {"nodes": []}}
+    )
+    with pytest.raises(BundleError, match=r"source\.subgraphs\[0\]\.nodes\[0\] must be"):
+        parse_graphs(data, "RUN/ir/onnx.graphs.json")
+    data = orjson.dumps({"format": "irprof-onnx-graphs", "source": {"nodes": [], "subgraphs": 1}})
+    with pytest.raises(BundleError, match=r"source\.subgraphs must be a list"):
+        parse_graphs(data, "RUN/ir/onnx.graphs.json")
+    old = orjson.dumps(
+        {"format": "irprof-onnx-graphs", "source": {"nodes": []}, "optimized": {"nodes": []}}
+    )
+    assert parse_graphs(old, "RUN/ir/onnx.graphs.json").source.subgraphs == ()
+
+
+def _with_subgraphs(graph_nodes: list[GraphNode], subgraphs: list[Subgraph]) -> Graph:
+    return Graph("main", tuple(graph_nodes), ("x",), (), ("y",), tuple(subgraphs))
+
+
+def test_subgraph_regions_pair_each_subgraph_with_its_optimized_twin() -> None:
+    """An `If` whose branches both name a node `act` (which ran is not in a nested event's
+    name): left out. The `then` branch's MatMul + Add became one Gemm; a `Loop` nested in the
+    `else` branch has its own scope; a source subgraph ORT dropped has none."""
+
+    def branch(name: str, members: list[GraphNode], nested: tuple[Subgraph, ...] = ()) -> Graph:
+        return Graph(name, tuple(members), (), (), ("h",), nested)
+
+    loop_body = branch("body", [node("tanh", "Tanh", ["s"], ["t"])])
+    source = _with_subgraphs(
+        [node("if", "If", ["c"], ["h"]), node("gone", "If", ["c"], ["g"])],
+        [
+            Subgraph("if", "then_branch", branch("then", [
+                node("mm", "MatMul", ["x", "w"], ["m"]), node("add", "Add", ["m", "b"], ["a"]),
+                node("act", "Relu", ["a"], ["h"])])),
+            Subgraph("if", "else_branch", branch("else", [
+                node("loop", "Loop", ["n"], ["l"]), node("act", "Tanh", ["l"], ["h"])],
+                (Subgraph("loop", "body", loop_body),))),
+            Subgraph("gone", "then_branch", branch("g", [node("neg", "Neg", ["x"], ["g"])])),
+        ],
+    )  # fmt: skip
+    optimized = _with_subgraphs(
+        [node("if", "If", ["c"], ["h"])],
+        [
+            Subgraph("if", "then_branch", branch("then", [
+                node("gemm", "Gemm", ["x", "w", "b"], ["a"]), node("act", "Relu", ["a"], ["h"])])),
+            Subgraph("if", "else_branch", branch("else", [
+                node("loop", "Loop", ["n"], ["l"]), node("act", "Tanh", ["l"], ["h"])],
+                (Subgraph("loop", "body", loop_body),))),
+        ],
+    )  # fmt: skip
+    scopes = subgraph_regions(OnnxGraphs(source, optimized))
+    assert set(scopes) == {"if", "loop"}
+    assert {name: region.members for name, region in scopes["if"].items()} == {
+        "gemm": ("mm", "add"),
+        "loop": ("loop",),
+    }
+    assert {name: region.members for name, region in scopes["loop"].items()} == {"tanh": ("tanh",)}

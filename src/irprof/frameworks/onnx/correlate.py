@@ -6,7 +6,9 @@ LayerNormalization, NCHWc layout chains) gives its time to all of them as one le
 split by the members' estimated operations (`frameworks/onnx/work.py`; output bytes when a size
 is unknown); `frameworks/onnx/graph.py` derives membership from def-use. A control-flow node
 (`If`, `Loop`, `Scan`) runs its subgraph's nodes inside its own event: their events nest in
-it, are part of its time, and are not counted again.
+it and are part of its time, counted once. Each is given to the subgraph ops of its ORT node
+(regions of the optimized subgraph, as above), the control-flow op keeping the rest: the
+iteration's own work and any nested event that cannot be placed.
 See docs/onnx.md.
 """
 
@@ -14,8 +16,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
-import numpy as np
 from iree.compiler import ir
 
 from irprof.bundle import RunBundle
@@ -25,13 +27,17 @@ from irprof.correlate.ledger import Ledger
 from irprof.errors import BundleError
 from irprof.event_dag.nesting import nesting_parents
 from irprof.frameworks.onnx.graph import (
+    GraphNode,
     OnnxGraphs,
     Region,
+    all_graphs,
+    all_nodes,
     member_weights,
     parse_graphs,
     removed_nodes,
     runtime_regions,
     source_node_map,
+    subgraph_regions,
 )
 from irprof.frameworks.onnx.paths import GRAPHS_FILE, LEVEL, OPTIMIZED_MODEL
 from irprof.frameworks.onnx.torch_export import node_name
@@ -50,7 +56,7 @@ INITIALIZER_REASON = "an initializer (weights or constants): data, no run-time w
 def node_positions(infos: Sequence[OpInfo], graphs: OnnxGraphs) -> dict[str, int]:
     """Source node name -> position of its op: the operator of the node's op type located by
     the node's name (an initializer may bear the same name as a node)."""
-    wanted = {node.name: node.op_type for node in graphs.source.nodes}
+    wanted = {node.name: node.op_type for node in all_nodes(graphs.source)}
     names = frozenset(wanted)
     found: dict[str, int] = {}
     for position, info in enumerate(infos):
@@ -64,20 +70,58 @@ def node_positions(infos: Sequence[OpInfo], graphs: OnnxGraphs) -> dict[str, int
     return found
 
 
-def _record_event(
+@dataclass(frozen=True)
+class _Join:
+    """What joins ORT node events to ops: the main graph's regions, each control-flow node's
+    subgraph regions, every source node's op position, node and estimated operations."""
+
+    regions: Mapping[str, Region]
+    scopes: Mapping[str, Mapping[str, Region]]
+    positions: Mapping[str, int]
+    nodes: Mapping[str, GraphNode]
+    works: Mapping[str, float | None]
+    rule: str
+
+
+def _record_tree(
     ledger: Ledger,
     trace: Trace,
     row: int,
+    children: Mapping[int, list[int]],
+    join: _Join,
     regions: Mapping[str, Region],
-    positions: Mapping[str, int],
-    graphs: OnnxGraphs,
-    rule: str,
-    works: Mapping[str, float | None],
-) -> None:
-    """Give one ORT node event to the ops of the source nodes its ORT node computes; `works`:
-    each source node's estimated operations (`frameworks/onnx/work.py`)."""
+) -> int:
+    """Give a node event and the events nested in it to ops: a control-flow node's nested
+    events to its subgraphs' ops, the rest of its time to its own op. Returns how many nested
+    events were given to subgraph ops."""
     event = trace.name_of(row)
-    ts, dur = int(trace.ts_ns[row]), int(trace.dur_ns[row])
+    node = node_of_event(event) or event
+    scope = join.scopes.get(node, {})
+    dur, itemized = int(trace.dur_ns[row]), 0
+    for child in children.get(row, []):
+        child_node = node_of_event(trace.name_of(child)) or ""
+        region = scope.get(child_node)
+        held = int(trace.dur_ns[child])
+        if region is None or held > dur or not any(n in join.positions for n in region.members):
+            continue  # an ORT node of its own, a node both branches name: the parent's time
+        dur -= held
+        itemized += 1 + _record_tree(ledger, trace, child, children, join, scope)
+    _record_event(ledger, event, int(trace.ts_ns[row]), dur, regions, join)
+    return itemized
+
+
+def _record_event(
+    ledger: Ledger,
+    event: str,
+    ts: int,
+    dur: int,
+    regions: Mapping[str, Region],
+    join: _Join,
+) -> None:
+    """Give one ORT node event's time (its own, past nested events given elsewhere) to the ops
+    of the source nodes its ORT node computes; `join.works`: each source node's estimated
+    operations (`frameworks/onnx/work.py`)."""
+    positions, rule, works = join.positions, join.rule, join.works
     node = node_of_event(event) or event
     region = regions.get(node)
     if region is None:
@@ -102,7 +146,7 @@ def _record_event(
     if len(members) == 1:
         ledger.record(event, ts, dur, [positions[members[0]]], source=source)
         return
-    nodes = source_node_map(graphs)
+    nodes = join.nodes
     work = [works.get(name) for name in members]
     if rule == "flops" and all(w is not None for w in work) and sum(w or 0.0 for w in work) > 0:
         weights, basis = [w or 0.0 for w in work], "flops"
@@ -127,10 +171,13 @@ def _unmatched_reasons(
     graphs: OnnxGraphs,
     regions: Mapping[str, Region],
     annotated: set[int],
+    itemized_in: set[str],
 ) -> tuple[dict[int, str], set[int]]:
-    """Why each op got no time, and which ops ORT provably did not run."""
+    """Why each op got no time, and which ops ORT provably did not run; `itemized_in`: the
+    control-flow nodes whose nested events were given to their subgraphs' ops."""
     removed = set(removed_nodes(graphs, regions))
-    initializers = set(graphs.source.initializers)
+    initializers = {name for graph in all_graphs(graphs.source) for name in graph.initializers}
+    every_node = {node.name for node in all_nodes(graphs.source)}
     nodes = {node.name for node in graphs.source.nodes}
     region_of: dict[str, list[str]] = defaultdict(list)
     for ort_node, region in regions.items():
@@ -144,17 +191,25 @@ def _unmatched_reasons(
         name = None if raw is None else node_name(raw, nodes)
         if position in annotated or not operator_name(info.op):
             continue
+        if name in initializers and name not in every_node:
+            reasons[position] = INITIALIZER_REASON
+            not_executed.add(position)
+            continue
         owner = _enclosing(info.op, control_flow)
+        if owner in itemized_in:
+            reasons[position] = (
+                f"in a subgraph of control-flow node '{owner}', with no event of its own "
+                "placed inside that node's events (an `If` branch not taken, or a node ORT "
+                "folded or fused away)"
+            )
+            continue
         if owner is not None:
             reasons[position] = (
                 f"in a subgraph of control-flow node '{owner}', which runs it inside its own "
                 "event: its time is that node's"
             )
             continue
-        if name in initializers and name not in nodes:
-            reasons[position] = INITIALIZER_REASON
-            not_executed.add(position)
-        elif name in removed:
+        if name in removed:
             reasons[position] = (
                 f"{REMOVED_REASON}: constant-folded or eliminated (no node of the optimized "
                 "graph computes it)"
@@ -193,12 +248,16 @@ def _enclosing(op: ir.Operation | ir.OpView, control_flow: Mapping[int, str]) ->
     return None
 
 
-def node_event_rows(trace: Trace) -> tuple[list[int], int]:
+def node_event_rows(trace: Trace) -> tuple[list[int], dict[int, list[int]]]:
     """The node events that no other node event holds (a subgraph's nodes run inside their
-    control-flow node's event), and how many were held."""
+    control-flow node's event), and each event's directly nested ones."""
     rows = trace.rows_of_kind(EventKind.FRAMEWORK_OP)
     parent = nesting_parents(trace.track[rows], trace.ts_ns[rows], trace.dur_ns[rows])
-    return rows[parent < 0].tolist(), int(np.count_nonzero(parent >= 0))
+    children: dict[int, list[int]] = defaultdict(list)
+    for row, held_by in zip(rows.tolist(), parent.tolist(), strict=True):
+        if held_by >= 0:
+            children[int(rows[held_by])].append(row)
+    return rows[parent < 0].tolist(), children
 
 
 def correlate_run(
@@ -219,18 +278,24 @@ def correlate_run(
         name: node_work(infos[p].op, nodes[name].op_type, nodes[name].output_bytes)
         for name, p in positions.items()
     }
+    join = _Join(regions, subgraph_regions(graphs), positions, nodes, works, rule)
     ledger = Ledger()
-    rows, nested = node_event_rows(trace)
+    rows, children = node_event_rows(trace)
+    nested = sum(len(held) for held in children.values())
     profiled_ns = int(sum(int(trace.dur_ns[row]) for row in rows))
+    itemized, itemized_in = 0, set()
     for row in rows:
-        _record_event(ledger, trace, row, regions, positions, graphs, rule, works)
+        placed = _record_tree(ledger, trace, row, children, join, regions)
+        if placed:
+            itemized += placed
+            itemized_in.add(node_of_event(trace.name_of(row)) or trace.name_of(row))
     entries = ledger.entries(
         infos,
         profiled_ns,
         location_of=lambda info: render(info.loc),
         name_of=lambda position: str(infos[position].keys.name or infos[position].op_name),
     )
-    reasons, not_executed = _unmatched_reasons(infos, graphs, regions, set(entries))
+    reasons, not_executed = _unmatched_reasons(infos, graphs, regions, set(entries), itemized_in)
     fused = {region.label: region for region in regions.values() if len(region.members) > 1}
     return finish_level(
         ledger,
@@ -246,6 +311,7 @@ def correlate_run(
             "steps": steps,
             "node_events": len(rows),
             "subgraph_node_events": nested,
+            "subgraph_node_events_itemized": itemized,
             "fused_time_rule": rule,
             "ort_regions_fused": len(fused),
             "source_nodes_removed": len(removed_nodes(graphs, regions)),

@@ -10,7 +10,7 @@ region's source-named outputs from tensors the optimized graph still holds. See 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,6 +34,15 @@ class GraphNode:
 
 
 @dataclass(frozen=True)
+class Subgraph:
+    """A control-flow node's graph attribute (an `If` branch, a `Loop` or `Scan` body)."""
+
+    owner: str  # the node's name
+    attribute: str  # then_branch, else_branch, body
+    graph: Graph
+
+
+@dataclass(frozen=True)
 class Graph:
     """A graph's nodes in order, and the tensors it holds without computing them."""
 
@@ -42,6 +51,7 @@ class Graph:
     inputs: tuple[str, ...]
     initializers: tuple[str, ...]
     outputs: tuple[str, ...]
+    subgraphs: tuple[Subgraph, ...] = ()  # of this graph's nodes (theirs are in theirs)
 
     def tensors(self) -> set[str]:
         """Every tensor name the graph holds: inputs, initializers, node inputs and outputs."""
@@ -100,13 +110,25 @@ def _graph(raw: Any, place: str) -> Graph:
                 attributes=str(node.get("attributes", "")),
             )
         )
+    subgraphs = raw.get("subgraphs", [])  # absent in bundles captured before they were kept
+    if not isinstance(subgraphs, list):
+        raise ValueError(f"{place}.subgraphs must be a list")
     return Graph(
         name=str(raw.get("name", "")),
         nodes=tuple(nodes),
         inputs=_strings(raw.get("inputs", []), f"{place}.inputs"),
         initializers=_strings(raw.get("initializers", []), f"{place}.initializers"),
         outputs=_strings(raw.get("outputs", []), f"{place}.outputs"),
+        subgraphs=tuple(
+            _subgraph(item, f"{place}.subgraphs[{index}]") for index, item in enumerate(subgraphs)
+        ),
     )
+
+
+def _subgraph(raw: Any, place: str) -> Subgraph:
+    if not isinstance(raw, dict) or not isinstance(raw.get("owner"), str):
+        raise ValueError(f"{place} must be an object with a string 'owner'")
+    return Subgraph(raw["owner"], str(raw.get("attribute", "")), _graph(raw.get("graph"), place))
 
 
 def parse_graphs(data: bytes, where: str) -> OnnxGraphs:
@@ -248,8 +270,52 @@ def removed_nodes(graphs: OnnxGraphs, regions: Mapping[str, Region]) -> list[str
 
 
 def source_node_map(graphs: OnnxGraphs) -> dict[str, GraphNode]:
-    """Source node name -> node."""
-    return {node.name: node for node in graphs.source.nodes}
+    """Source node name -> node, subgraphs' nodes included (the capture names every node of
+    the model uniquely)."""
+    return {node.name: node for node in all_nodes(graphs.source)}
+
+
+def all_graphs(graph: Graph) -> Iterator[Graph]:
+    """The graph and its subgraphs, at any depth."""
+    yield graph
+    for subgraph in graph.subgraphs:
+        yield from all_graphs(subgraph.graph)
+
+
+def all_nodes(graph: Graph) -> Iterator[GraphNode]:
+    """The graph's nodes and its subgraphs', at any depth."""
+    for each in all_graphs(graph):
+        yield from each.nodes
+
+
+def subgraph_regions(graphs: OnnxGraphs) -> dict[str, dict[str, Region]]:
+    """Control-flow node name -> the regions of its subgraphs as ORT ran them (ORT node name
+    -> region), each subgraph paired with the optimized model's subgraph of the same node and
+    attribute, at any depth. A name in two of one node's subgraphs (both branches of an `If`)
+    cannot tell which ran: left out, its time stays the node's."""
+    found: dict[str, dict[str, Region]] = {}
+    optimized = {(sub.owner, sub.attribute): sub.graph for sub in _all_subgraphs(graphs.optimized)}
+    counted: dict[str, dict[str, int]] = {}
+    for sub in _all_subgraphs(graphs.source):
+        ran = optimized.get((sub.owner, sub.attribute))
+        if ran is None:
+            continue
+        scope = found.setdefault(sub.owner, {})
+        seen = counted.setdefault(sub.owner, {})
+        for name in {node.name for node in ran.nodes}:
+            seen[name] = seen.get(name, 0) + 1
+        scope.update(runtime_regions(OnnxGraphs(sub.graph, ran)))
+    for owner, seen in counted.items():
+        for name, times in seen.items():
+            if times > 1:
+                del found[owner][name]
+    return found
+
+
+def _all_subgraphs(graph: Graph) -> Iterator[Subgraph]:
+    for subgraph in graph.subgraphs:
+        yield subgraph
+        yield from _all_subgraphs(subgraph.graph)
 
 
 def member_weights(members: Sequence[GraphNode]) -> tuple[list[float], str]:

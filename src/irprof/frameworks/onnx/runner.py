@@ -47,6 +47,7 @@ from irprof.frameworks.onnx.paths import (
     SOURCE_MODEL,
     TRACE_FILE,
 )
+from irprof.frameworks.onnx.subgraphs import node_subgraphs
 from irprof.frameworks.onnx.torch_export import stamp_torch_export_locations
 
 OPTIMIZATION_LEVELS = {
@@ -93,9 +94,8 @@ def name_nodes(graph: onnx.GraphProto, taken: set[str]) -> list[str]:
             node.name = name
             stamped.append(name)
         taken.add(node.name)
-        for attribute in node.attribute:
-            for subgraph in (attribute.g, *attribute.graphs):
-                stamped += name_nodes(subgraph, taken)
+        for _, subgraph in node_subgraphs(node):
+            stamped += name_nodes(subgraph, taken)
     return stamped
 
 
@@ -162,7 +162,8 @@ def attribute_digest(node: onnx.NodeProto) -> str:
 
 
 def graph_record(graph: onnx.GraphProto, sizes: dict[str, int]) -> dict[str, Any]:
-    """One graph's structure for `ir/onnx.graphs.json` (`frameworks/onnx/graph.py` reads it)."""
+    """One graph's structure for `ir/onnx.graphs.json` (`frameworks/onnx/graph.py` reads it),
+    its nodes' subgraphs (`If` branches, `Loop` and `Scan` bodies) included."""
     return {
         "name": graph.name,
         "inputs": [value.name for value in graph.input],
@@ -179,6 +180,11 @@ def graph_record(graph: onnx.GraphProto, sizes: dict[str, int]) -> dict[str, Any
                 **({"output_bytes": sizes[node.name]} if node.name in sizes else {}),
             }
             for node in graph.node
+        ],
+        "subgraphs": [
+            {"owner": node.name, "attribute": attribute, "graph": graph_record(sub, sizes)}
+            for node in graph.node
+            for attribute, sub in node_subgraphs(node)
         ],
     }
 
@@ -276,9 +282,8 @@ def constant_outputs(graph: onnx.GraphProto) -> dict[str, str]:
     for node in graph.node:
         if node.op_type == "Constant" and not node.domain and len(node.output) == 1:
             found[node.output[0]] = node.name
-        for attribute in node.attribute:
-            for subgraph in (attribute.g, *attribute.graphs):
-                found.update(constant_outputs(subgraph))
+        for _, subgraph in node_subgraphs(node):
+            found.update(constant_outputs(subgraph))
     return found
 
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from iree.compiler import ir
 
+from irprof.frameworks.onnx.subgraphs import node_subgraphs
 from irprof.mlir.python_frames import SourceFrame, frames_location, parse_stack_trace
 
 if TYPE_CHECKING:  # the parent process reads names only; the capture's child has onnx
@@ -85,9 +86,8 @@ def _nodes(graph: onnx.GraphProto) -> Iterator[onnx.NodeProto]:
     """Every node of `graph` and of its subgraphs (`If`, `Loop`, `Scan` bodies)."""
     for node in graph.node:
         yield node
-        for attribute in node.attribute:
-            for subgraph in (attribute.g, *attribute.graphs):
-                yield from _nodes(subgraph)
+        for _, subgraph in node_subgraphs(node):
+            yield from _nodes(subgraph)
 
 
 def stamp_torch_export_locations(module: ir.Operation, graph: onnx.GraphProto) -> int:
