@@ -74,6 +74,8 @@ def test_invalid_events_are_skipped_and_counted(tmp_path: Path) -> None:
     ("line", "expected"),
     [
         (b'{"type":"host_dispatch_event", oops', "not a JSON object"),
+        # Found by mutating a real profile: a byte flip inside a string's text.
+        (EVENT.replace(b"main_dispatch", b"main\xb9dispatch"), "not UTF-8 text (invalid start"),
         (EVENT.replace(b'"duration_ns":250', b'"duration_ns":2.5'), "duration_ns"),
         (EVENT.replace(b'"key":"main_dispatch_0_x",', b""), "key"),
         (EVENT.replace(b'"start_host_time_ns":1000,', b""), "start time"),

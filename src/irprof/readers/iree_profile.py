@@ -83,6 +83,13 @@ def read_iree_profile(path: str | Path, data: bytes | None = None) -> Trace:
                 f"not a JSON object ({exc}); expected iree-profile --format=jsonl lines",
                 where=f"line {number}",
             ) from exc
+        except UnicodeDecodeError as exc:  # msgspec checks a string's UTF-8 as it reads it
+            raise TraceFormatError(
+                source,
+                f"not UTF-8 text ({exc.reason} in a string); expected iree-profile "
+                "--format=jsonl lines",
+                where=f"line {number}",
+            ) from exc
         except RecursionError as exc:  # msgspec recurses per nesting level
             raise TraceFormatError(
                 source, "JSON nested too deep for an iree-profile record", where=f"line {number}"
