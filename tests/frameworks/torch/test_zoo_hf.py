@@ -4,7 +4,7 @@ One capture per model and mode per module (2 timed steps, tiny configs: a few se
 correlated at the torch and linalg levels. Expected figures come from the capture's own trace
 JSON and from `torch.export` run here, never from the correlator. Small unit tests pin each fix
 on a tiny module: a non-persistent buffer, tied weights, an SDPA decomposition that breaks a
-later view, an op the linalg lowering cannot convert.
+later view, an op the linalg lowering cannot convert, a model whose lowering crashes.
 """
 
 from __future__ import annotations
@@ -439,3 +439,52 @@ def test_level_that_fails_to_lower_is_listed_and_the_torch_level_kept(
     err = " ".join(capsys.readouterr().err.split())
     assert "no IR for level 'linalg'" in err
     assert "torch -> linalg lowering failed on aten.diff.default" in err
+
+
+REFORMER_MODEL = textwrap.dedent(
+    """
+    import torch
+    from torch import nn
+    from transformers import ReformerConfig, ReformerModel
+
+
+    class Reformer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.m = ReformerModel(ReformerConfig(
+                vocab_size=100, hidden_size=32, feed_forward_size=64, num_attention_heads=2,
+                attention_head_size=16, attn_layers=["local", "lsh"], axial_pos_embds=False,
+                max_position_embeddings=64, local_attn_chunk_length=8, lsh_attn_chunk_length=8,
+                num_buckets=4, num_hashes=1, pad_token_id=0, is_decoder=False))
+
+        def forward(self, ids):
+            return self.m(input_ids=ids).last_hidden_state
+
+
+    def irprof_model():
+        torch.manual_seed(0)
+        return Reformer().eval(), (torch.randint(3, 100, (2, 32)),)
+    """
+)
+
+
+def test_a_lowering_that_crashes_costs_the_linalg_level_only(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """HF Reformer's torch level makes torch-mlir's linalg lowering (in iree-base-compiler
+    3.13) die: a segfault, or "LLVM ERROR: out of memory" and an abort. In the capture's own
+    process that took the whole capture down (exit -6, no bundle); the lowering now runs in a
+    child of its own, and the capture keeps the torch level and says how the lowering died."""
+    script = tmp_path / "reformer.py"
+    script.write_text(REFORMER_MODEL)
+    out = tmp_path / "run"
+    code = main(["capture", "torch", str(script), "-o", str(out), "--steps", "2", "--warmup", "1"])
+    printed = " ".join(capsys.readouterr().out.split())
+    assert code == 0, printed
+    manifest = RunBundle(out).manifest()
+    assert manifest.ir_levels == ("torch",)
+    (failed,) = manifest.options["failed_levels"]
+    assert failed["level"] == "linalg" and failed["op"] == ""
+    assert failed["error"].startswith("torch -> linalg lowering crashed (signal SIG")
+    assert f"level linalg not captured: {failed['error']}" in printed
+    assert main(["annotate", str(out), "--level", "torch"]) == 0

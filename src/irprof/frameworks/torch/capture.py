@@ -89,6 +89,11 @@ def level_failures(bundle: RunBundle) -> list[str]:
                 )
                 if part
             )
+            if not (failed.get("op") or where):  # no op to name: the error says it all
+                lines.append(
+                    f"level {failed.get('level')} not captured: {str(failed.get('error'))[:200]}"
+                )
+                continue
             lines.append(
                 f"level {failed.get('level')} not captured: {failed.get('stage')} failed on "
                 f"{failed.get('op') or 'an op'}{f' ({where})' if where else ''}: "

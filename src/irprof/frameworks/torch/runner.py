@@ -45,7 +45,7 @@ from irprof.frameworks.torch.lowering import (
     LINALG_STAGE,
     FailedOp,
     LoweringError,
-    lower_torch_to_linalg,
+    lower_file,
     stamp_torch_level,
 )
 from irprof.frameworks.torch.regions import inline_grad_regions, region_calls
@@ -441,7 +441,7 @@ def write_ir(
     if "linalg" not in levels:
         return WrittenIr(("torch",), decomposition, [])
     try:
-        lower_torch_to_linalg(torch_module)
+        lower_file(bundle.ir_path("torch"), bundle.ir_path("linalg"))
     except LoweringError as error:
         failed = error.failed_ops or (FailedOp("", "", "", str(error).splitlines()[0][:400]),)
         failure = {
@@ -454,7 +454,6 @@ def write_ir(
             "ops": [dataclasses.asdict(op) for op in failed],
         }
         return WrittenIr(("torch",), decomposition, [failure])
-    write_text_atomic(bundle.ir_path("linalg"), print_module(torch_module))
     return WrittenIr(("torch", "linalg"), decomposition, [])
 
 
