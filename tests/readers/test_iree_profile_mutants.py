@@ -172,9 +172,26 @@ def test_lines_that_are_not_json_objects(tmp_path: Path) -> None:
     assert error.problem.endswith("); expected iree-profile --format=jsonl lines")
     deep = '{"a": ' + "[" * 50_000 + "]" * 50_000 + "}"
     error = refused(tmp_path, event(), event(), deep)
-    assert (error.where, error.problem) == (
+    assert (error.path, error.where, error.problem) == (
+        str(tmp_path / "d.jsonl"),
         "line 3",
         "JSON nested too deep for an iree-profile record",
+    )
+
+
+def test_a_line_that_is_not_utf8_names_its_file_and_line(tmp_path: Path) -> None:
+    """A byte flip inside a string (found by mutating a real profile): msgspec raises
+    `UnicodeDecodeError`, which escaped the reader."""
+    path = tmp_path / "d.jsonl"
+    path.write_bytes(lines(event()) + lines(event(key="main_dispatch_0")).replace(b"_0", b"\xb9"))
+    with pytest.raises(TraceFormatError) as caught:
+        read_iree_profile(path)
+    error = caught.value
+    assert (error.path, error.where, error.problem) == (
+        str(path),
+        "line 2",
+        "not UTF-8 text (invalid start byte in a string); expected iree-profile --format=jsonl "
+        "lines",
     )
 
 
