@@ -8,6 +8,7 @@ nn.MultiheadAttention, which eager runs as one fused `aten::_native_multi_head_a
 
 from __future__ import annotations
 
+import json
 import textwrap
 from pathlib import Path
 
@@ -488,3 +489,56 @@ def test_a_model_that_returns_nothing_it_computes_is_refused(
         raised.value
     )
     assert not (tmp_path / "run").exists()
+
+
+SCRATCH_MODEL = textwrap.dedent(
+    """
+    import torch
+    from torch import nn
+
+
+    class Scratch(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = nn.Linear(8, 8)
+            self.register_buffer("seen", torch.zeros(8))
+
+        def forward(self, x):
+            h = self.proj(x).softmax(-1)
+            probs = torch.zeros(4, 8)
+            probs[:, :4].copy_(h[:, :4])
+            self.seen.add_(1.0)
+            return h.relu()
+
+
+    def irprof_model():
+        torch.manual_seed(0)
+        return Scratch().eval(), (torch.randn(4, 8),)
+    """
+)
+
+
+def test_writes_into_a_tensor_nothing_returns_are_listed_as_dead_code(tmp_path: Path) -> None:
+    """HF BigBird fills attention probabilities nobody asked for: eager runs the `zeros`, the
+    `slice` view and the in-place `copy_`; the export's decomposition drops them. Their events
+    were "the decomposition removed the call or named its ops after another node", since any
+    in-place call counted as live; the capture now records what each call writes and views
+    (from its schema), so they are dead code. The buffer's `add_` is visible to the caller:
+    live, and timed."""
+    result = correlated(tmp_path, SCRATCH_MODEL)
+    nodes = json.loads((tmp_path / "run" / "ir" / "torch.fx.json").read_text())["nodes"]
+    by_target = {node["target"]: node for node in nodes}
+    by_name = {node["name"]: node for node in nodes}
+    (written,) = by_target["aten.copy_.default"]["writes"]
+    chain = [by_name[written]["target"]]  # the views from the written tensor to its root
+    while by_name[written].get("aliases"):
+        written = by_name[written]["aliases"]
+        chain.append(by_name[written]["target"])
+    assert chain[-1] == "aten.zeros.default" and set(chain[:-1]) == {"aten.slice.Tensor"}
+    assert by_target["aten.add_.Tensor"]["writes"] == [""]  # the buffer
+    reasons = {event.name: event.reason for event in result.coverage.unmatched_events}
+    for name in ("aten::zeros", "aten::copy_"):
+        assert "compute a value no output of the model uses" in reasons[name], reasons
+    assert "aten::add_" not in reasons
+    ((_, count),) = event_counts(result.opprofile, "aten.add.Tensor")  # add_ decomposed
+    assert count == STEPS

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -93,3 +95,40 @@ def test_an_in_place_call_nothing_reads_is_not_dead() -> None:
     users = {"mul": ("add_", "relu")}
     program = FxProgram(calls, outputs=("relu",), users=users)
     assert program.unused == {"neg"}
+
+
+def test_writes_into_a_scratch_tensor_nothing_reads_are_dead() -> None:
+    """HF BigBird fills an attention-probabilities tensor (`zeros`, then `copy_` into `slice`
+    views of it) that nothing returns when the caller does not ask for it: the writes, the
+    views and the tensor are dead with it. Writing into a graph input or parameter (`""`), or
+    into a tensor a live call reads through a view, stays live."""
+    targets = {
+        "zeros": "zeros", "softmax": "softmax", "slice": "slice", "copy_": "copy_",
+        "relu": "relu", "add_": "add_", "mul": "mul", "view": "view", "copy_1": "copy_",
+        "out": "cat",
+    }  # fmt: skip
+    calls = [FxCall(i, name, f"aten::{op}", ()) for i, (name, op) in enumerate(targets.items())]
+    users = {
+        "zeros": ("slice",), "softmax": ("copy_", "relu"), "slice": ("copy_",),
+        "relu": ("add_", "out"), "mul": ("view",), "view": ("copy_1", "out"),
+    }  # fmt: skip
+    inputs = {"slice": ("zeros",), "copy_": ("slice", "softmax"), "relu": ("softmax",),
+              "add_": ("relu",), "view": ("mul",), "copy_1": ("view", "softmax"),
+              "out": ("relu", "view")}  # fmt: skip
+    writes = {"copy_": ("slice",), "add_": ("",), "copy_1": ("view",)}
+    aliases = {"slice": "zeros", "view": "mul"}
+
+    def program(**changes: Any) -> FxProgram:
+        fields: dict[str, Any] = {
+            "outputs": ("out",), "users": users, "writes": writes, "aliases": aliases,
+            "inputs": inputs,
+        }  # fmt: skip
+        return FxProgram(calls, **{**fields, **changes})
+
+    # add_ writes a graph input (""); copy_1 writes a view of mul, which `out` reads.
+    assert program().unused == {"zeros", "slice", "copy_"}
+    # Returning a view of the scratch tensor makes its writes live.
+    returned = program(outputs=("out", "slice"))
+    assert returned.unused == set()
+    # A capture without the schema's record keeps every in-place call live, as before.
+    assert program(writes=None).unused == set()

@@ -58,6 +58,10 @@ class _FxNodeSchema(msgspec.Struct):
     modules: list[tuple[str, str]] = []
     frames: list[tuple[str, int | None, str]] = []
     inputs: list[str] = []  # call nodes whose results this call reads
+    # What the call writes in place, and the input its result views: call nodes, "" for a
+    # graph input, parameter or buffer. None: a capture older than these fields.
+    writes: list[str] | None = None
+    aliases: str | None = None
 
 
 class _FxFileSchema(msgspec.Struct):
@@ -83,23 +87,59 @@ class FxProgram:
     outputs: tuple[str, ...] = ()
     grad_accumulation_order: tuple[str, ...] = ()
     users: dict[str, tuple[str, ...]] = field(default_factory=dict)  # call -> calls reading it
+    # call -> what it writes in place (from its schema; "" a graph input, parameter or buffer),
+    # and view call -> the input it views. Absent for captures older than these fields.
+    writes: dict[str, tuple[str, ...]] | None = None
+    aliases: dict[str, str] = field(default_factory=dict)
+    inputs: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     @cached_property
     def unused(self) -> frozenset[str]:
         """Calls whose results reach no output of the program through any chain of readers, and
-        that change no input in place: dead code, which eager runs and the export's
-        decomposition drops. Empty when the file names no output (a capture older than the
-        `outputs` field), as nothing can be told."""
+        that change nothing a live call or the caller sees in place: dead code, which eager runs
+        and the export's decomposition drops. Empty when the file names no output (a capture
+        older than the `outputs` field), as nothing can be told.
+
+        A call writing in place is live when what it writes is visible: a graph input,
+        parameter or buffer, or a tensor (through any view of it) that a live call reads or the
+        program returns. Writes into a scratch tensor nothing reads (HF BigBird's attention
+        probabilities, built and filled when no caller asks for them) are dead with it.
+        Without the schema's record (older captures) every in-place call is kept live."""
         if not self.outputs:
             return frozenset()
         live = set(self.outputs)
-        for call in reversed(self.calls):  # graph order is a topological order
-            # An in-place call (`aten::add_`) works through its input, which readers of that
-            # input see: never dead by its own readers.
-            in_place = call.event_name.endswith("_") and not call.event_name.endswith("__")
-            if in_place or any(user in live for user in self.users.get(call.node, ())):
+        seen = {self._root(name) for name in self.outputs}
+        changed = True
+        while changed:
+            changed = False
+            for call in reversed(self.calls):  # graph order is a topological order
+                if call.node in live or not self._live(call, live, seen):
+                    continue
                 live.add(call.node)
+                seen.update(self._root(name) for name in self.inputs.get(call.node, ()))
+                changed = True
         return frozenset(call.node for call in self.calls if call.node not in live)
+
+    def _live(self, call: FxCall, live: set[str], seen: set[str]) -> bool:
+        if any(user in live for user in self.users.get(call.node, ())):
+            return True
+        if self.writes is None:  # no schema record: an in-place call (`aten::add_`) is live
+            return call.event_name.endswith("_") and not call.event_name.endswith("__")
+        return any(
+            not target or self._root(target) in seen or not self._root(target)
+            for target in self.writes.get(call.node, ())
+        )
+
+    def _root(self, name: str) -> str:
+        """The tensor a view chain starts from ("" when it is not a call's result)."""
+        for _ in range(len(self.aliases) + 1):
+            viewed = self.aliases.get(name)
+            if viewed is None:
+                return name
+            if not viewed:
+                return ""
+            name = viewed
+        return name
 
 
 def load_fx_calls(path: Path) -> list[FxCall]:
@@ -149,6 +189,7 @@ def load_fx_program(path: Path, data: bytes | None = None) -> FxProgram:
     for node in nodes:
         for source in node.inputs:
             users[source].append(node.name)
+    recorded = all(node.writes is not None for node in nodes)
     return FxProgram(
         calls,
         document.mode,
@@ -156,6 +197,9 @@ def load_fx_program(path: Path, data: bytes | None = None) -> FxProgram:
         tuple(document.outputs),
         tuple(document.grad_accumulation_order),
         {name: tuple(readers) for name, readers in users.items()},
+        {node.name: tuple(node.writes or ()) for node in nodes} if recorded else None,
+        {node.name: node.aliases for node in nodes if node.aliases is not None},
+        {node.name: tuple(node.inputs) for node in nodes},
     )
 
 

@@ -124,6 +124,7 @@ def describe_nodes(program: torch.export.ExportedProgram, script_dir: str) -> li
         # def-use: a call that decomposition removes or merges (a no-op `to`) is absorbed by
         # its users, which is where its event's time goes
         inputs = [n.name for n in node.all_input_nodes if n.op == "call_function"]
+        writes, aliases = aliasing(node)
         for call in list(region_calls(node)) or [node]:
             frames = user_frames(
                 model_frames(call.meta.get("stack_trace")), script_dir, roots, FRAMEWORK_DIRS
@@ -137,10 +138,46 @@ def describe_nodes(program: torch.export.ExportedProgram, script_dir: str) -> li
                     "modules": [[path, module_class_name(str(c))] for path, c in stack.values()],
                     "frames": [[f.file, f.line, f.function] for f in frames],
                     "inputs": inputs,
+                    "writes": writes,
+                    "aliases": aliases,
                 }
             )
             index += 1
     return described
+
+
+def aliasing(node: torch.fx.Node) -> tuple[list[str], str | None]:
+    """What the call's schema says it writes in place and which input its result is a view of:
+    call node names, "" for a value that is not one call's (a graph input, parameter or buffer,
+    a list of tensors: taken as visible outside the program). None for no view; nothing for a
+    call without a schema."""
+    schema = getattr(node.target, "_schema", None)
+    if schema is None:
+        return [], None
+
+    def name_of(position: int, argument: Any) -> str | None:
+        value = node.args[position] if position < len(node.args) else node.kwargs.get(argument.name)
+        if not isinstance(value, torch.fx.Node):
+            return None
+        return value.name if value.op == "call_function" else ""
+
+    writes: list[str] = []
+    sets: dict[frozenset[str], str] = {}
+    for position, argument in enumerate(schema.arguments):
+        info = argument.alias_info
+        if info is None:
+            continue
+        named = name_of(position, argument)
+        if info.is_write:
+            # A list of tensors written in place (`_foreach_add_`) counts as visible outside.
+            writes.append("" if named is None else named)
+        if named is not None:
+            sets.setdefault(frozenset(info.before_set), named)
+    returned = schema.returns[0].alias_info if schema.returns else None
+    viewed = None
+    if returned is not None and not returned.is_write:
+        viewed = sets.get(frozenset(returned.before_set))
+    return writes, viewed
 
 
 def module_aliases(model: torch.nn.Module) -> dict[str, str]:
