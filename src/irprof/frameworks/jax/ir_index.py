@@ -108,9 +108,10 @@ class JaxOpIndex(OpIndex):
             identities = self.identities(position)
             for identity in identities:
                 target = IrTarget(position, identity.via_calls)
-                self._exact[(identity.name, identity.chain)].append(target)
-                if identity.chain:
-                    self._loose[(identity.name, identity.chain[0])].append(target)
+                for name in dict.fromkeys((identity.name, self._inlined_name(info, identity))):
+                    self._exact[(name, identity.chain)].append(target)
+                    if identity.chain:
+                        self._loose[(name, identity.chain[0])].append(target)
             if info.keys.name is not None and info.keys.source is not None:
                 self._own[(info.keys.name, info.keys.source)].append(IrTarget(position, ()))
             elif info.keys.name and not identities:
@@ -153,6 +154,20 @@ class JaxOpIndex(OpIndex):
         result = tuple(found)
         self._identity_cache[position] = result
         return result
+
+    def _inlined_name(self, info: OpInfo, identity: _Identity) -> str:
+        """The op's name as XLA gives it once every call on its path is inlined, innermost
+        first: each call's own name is put before the name so far, unless the name already
+        starts with it. A function vmapped twice inside a jit is two nested calls of one name
+        (`jnp.searchsorted` on a 2-D array: `vmap(jit(_searchsorted_scan_impl))` twice), and
+        XLA names their ops with that scope once."""
+        name = info.keys.name or ""
+        for call in identity.via_calls:
+            scope = self.infos[call].keys.name or ""
+            if not scope or name.startswith(scope + "/"):
+                continue
+            name = f"{scope}/{name}" if name else scope
+        return name
 
     def canonical_file(self, name: str) -> str:
         """The IR's spelling of a file name from HLO metadata (path-suffix match), else itself."""
