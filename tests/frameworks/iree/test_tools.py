@@ -90,3 +90,51 @@ def test_a_tune_candidate_that_hangs_is_recorded_as_timed_out_and_leaves_nothing
     build = tune_measure.compile_variant(source, tmp_path / "builds", "candidate", timeout_s=1.0)
     assert build.vmfb is None and build.error == "timed out after 1.0 s"
     assert_child_killed(pid_file)
+
+
+def test_a_failure_shows_irees_error_lines_not_the_ir_dump_after_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`iree-compile` that fails to serialize an executable writes its error lines first and
+    then the executable's LLVM IR, 9,000 lines for a JAX model with `searchsorted`: the last
+    30 lines showed IR, not the error. An error located in the user's file keeps the source
+    line and caret MLIR prints under it."""
+    script = tmp_path / "iree-compile"
+    dump = "".join(f"echo '  %{i} = llvm.load %p : !llvm.ptr' >&2\n" for i in range(100))
+    script.write_text(
+        "#!/bin/sh\n"
+        "echo 'model.py:5:22: error: failed to legalize stablehlo.custom_call' >&2\n"
+        "echo '    values, vectors = jnp.linalg.eigh(x)' >&2\n"
+        "echo '                     ^' >&2\n"
+        "echo '<unknown>:0: error: LLVM Translation failed for operation: cast' >&2\n"
+        f"{dump}"
+        "echo '<unknown>:0: error: failed to serialize executables' >&2\n"
+        "echo '<unknown>:0: note: see current operation:' >&2\n"
+        "exit 1\n"
+    )
+    script.chmod(0o755)
+    monkeypatch.setattr(tools, "tool_path", lambda name: script)
+    with pytest.raises(CaptureError) as caught:
+        tools.run_tool("iree-compile", [], subject="m.mlir", what="compiling", timeout_s=30)
+    assert str(caught.value) == (
+        "m.mlir: compiling failed (iree-compile exit code 1); IREE says:\n"
+        "model.py:5:22: error: failed to legalize stablehlo.custom_call\n"
+        "    values, vectors = jnp.linalg.eigh(x)\n"
+        "                     ^\n"
+        "<unknown>:0: error: LLVM Translation failed for operation: cast\n"
+        "<unknown>:0: error: failed to serialize executables\n"
+        "(106 lines of output in all; the error lines are shown)"
+    )
+
+
+def test_a_failure_without_error_lines_shows_the_last_lines(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    script = tmp_path / "iree-compile"
+    script.write_text('#!/bin/sh\nfor i in $(seq 1 40); do echo "line $i" >&2; done\nexit 2\n')
+    script.chmod(0o755)
+    monkeypatch.setattr(tools, "tool_path", lambda name: script)
+    with pytest.raises(CaptureError) as caught:
+        tools.run_tool("iree-compile", [], subject="m.mlir", what="compiling", timeout_s=30)
+    said = str(caught.value).split("IREE says:\n")[1].splitlines()
+    assert said == [f"line {i}" for i in range(11, 41)]

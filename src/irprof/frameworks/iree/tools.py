@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -19,6 +20,10 @@ from pathlib import Path
 from irprof.errors import CaptureError
 
 DIAGNOSTIC_LINES = 30
+DIAGNOSTIC_ERRORS = 8
+MAX_DIAGNOSTIC_LINE = 400
+ERROR_LINE = re.compile(r"(^|: )error: ")
+CARET_LINE = re.compile(r"^\s*\^\s*$")
 # llvm-cpu for this machine; debug info keeps source locations on every op of every stage.
 COMPILE_FLAGS = (
     "--iree-hal-target-device=local",
@@ -85,12 +90,30 @@ def run_tool(
         ) from exc
     if completed.returncode != 0:
         lines = (completed.stderr.strip() or completed.stdout.strip()).splitlines()
-        diagnostic = "\n".join(lines[-DIAGNOSTIC_LINES:]) or "(no output)"
         raise CaptureError(
             f"{subject}: {what} failed ({name} exit code {completed.returncode}); IREE says:\n"
-            f"{diagnostic}"
+            f"{diagnostic_of(lines)}"
         )
     return completed.stdout
+
+
+def diagnostic_of(lines: Sequence[str]) -> str:
+    """IREE's error lines (`<loc>: error: ...`), else its last lines: an error that dumps the
+    failing executable writes its one error line above thousands of lines of IR."""
+    at = [i for i, line in enumerate(lines) if ERROR_LINE.search(line)]
+    if not at:
+        return "\n".join(lines[-DIAGNOSTIC_LINES:]) or "(no output)"
+    shown: list[str] = []
+    for i in at[:DIAGNOSTIC_ERRORS]:
+        shown.append(lines[i][:MAX_DIAGNOSTIC_LINE])
+        # MLIR follows an error located in a file with that source line and a caret under it
+        if i + 2 < len(lines) and CARET_LINE.match(lines[i + 2]):
+            shown += [lines[i + 1][:MAX_DIAGNOSTIC_LINE], lines[i + 2]]
+    if len(at) > DIAGNOSTIC_ERRORS:
+        shown.append(f"({len(at) - DIAGNOSTIC_ERRORS} more error lines)")
+    if len(lines) > len(shown):
+        shown.append(f"({len(lines)} lines of output in all; the error lines are shown)")
+    return "\n".join(shown)
 
 
 def compile_module(
