@@ -72,10 +72,9 @@ def node_positions(infos: Sequence[OpInfo], graphs: OnnxGraphs) -> dict[str, int
 
 @dataclass(frozen=True)
 class _Join:
-    """What joins ORT node events to ops: the main graph's regions, each control-flow node's
-    subgraph regions, every source node's op position, node and estimated operations."""
+    """What joins ORT node events to ops: each control-flow node's subgraph regions, every
+    source node's op position, node and estimated operations."""
 
-    regions: Mapping[str, Region]
     scopes: Mapping[str, Mapping[str, Region]]
     positions: Mapping[str, int]
     nodes: Mapping[str, GraphNode]
@@ -278,7 +277,7 @@ def correlate_run(
         name: node_work(infos[p].op, nodes[name].op_type, nodes[name].output_bytes)
         for name, p in positions.items()
     }
-    join = _Join(regions, subgraph_regions(graphs), positions, nodes, works, rule)
+    join = _Join(subgraph_regions(graphs), positions, nodes, works, rule)
     ledger = Ledger()
     rows, children = node_event_rows(trace)
     nested = sum(len(held) for held in children.values())
