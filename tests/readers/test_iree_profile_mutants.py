@@ -19,6 +19,7 @@ import pytest
 
 from irprof.errors import TraceFormatError
 from irprof.readers.iree_profile import INT64_MAX, READER, read_iree_profile
+from irprof.readers.trace_bytes import TraceBytes
 from irprof.trace.model import EventKind, Trace
 
 
@@ -206,7 +207,7 @@ def test_an_event_past_int64_names_its_file_line(tmp_path: Path) -> None:
 
 def test_data_given_is_read_instead_of_the_file(tmp_path: Path) -> None:
     path = tmp_path / "absent.jsonl"
-    trace = READER.read(path, lines(event(key="given")))
+    trace = READER.read(path, TraceBytes(lines(event(key="given"))))
     assert trace.names() == ["given"]
     assert read_iree_profile(path, lines(event(key="also"))).names() == ["also"]
     with pytest.raises(TraceFormatError) as caught:

@@ -11,6 +11,7 @@ import pytest
 
 from irprof.errors import TraceFormatError
 from irprof.readers import SNIFF_BYTES
+from irprof.readers.trace_bytes import TraceBytes
 from irprof.readers.xplane import (
     READER,
     classify_event,
@@ -352,7 +353,7 @@ def test_task_environment_options_and_run_metadata(tmp_path: Path) -> None:
     plane.lines.add(id=1, name="l").events.add(metadata_id=1, duration_ps=1000)
     path = tmp_path / "rules.xplane.pb"
     path.write_bytes(space.SerializeToString())
-    metadata = READER.read(path, path.read_bytes()).metadata
+    metadata = READER.read(path, TraceBytes(path.read_bytes())).metadata
     assert metadata["source"] == str(path) and metadata["format"] == "xplane"
     assert metadata["profile_start_time_ns"] == START_NS
     assert metadata["profile_stop_time_ns"] == START_NS + 5

@@ -14,6 +14,7 @@ from typing import Protocol
 from irprof.errors import TraceFormatError, UsageError
 from irprof.fileio import MAX_DECOMPRESSED_BYTES, gunzip_if_gzip
 from irprof.progress import stage
+from irprof.readers.trace_bytes import TraceBytes
 from irprof.registry import Registry
 from irprof.trace.model import Trace
 
@@ -37,8 +38,9 @@ class TraceReader(Protocol):
         """Whether `head` (the first bytes, decompressed) looks like this format."""
         ...
 
-    def read(self, path: Path, data: bytes) -> Trace:
-        """Parse the whole (decompressed) file; raise TraceFormatError on bad input."""
+    def read(self, path: Path, data: TraceBytes) -> Trace:
+        """Parse the whole (decompressed) file; raise TraceFormatError on bad input. A reader
+        may `data.release()` the bytes once it no longer reads them."""
         ...
 
 
@@ -98,17 +100,19 @@ def detect_format(path: Path, data: bytes) -> TraceReader:
 
 
 def _read_with_fallback(
-    source: Path, data: bytes, readers: list[TraceReader]
+    source: Path, data: TraceBytes, readers: list[TraceReader]
 ) -> tuple[TraceReader, Trace]:
     """The first reader that parses `data`, and its Trace.
 
     A sniff looks at a few bytes, so two formats can accept the same head (a JSON file that
     starts with a newline begins with XSpace's first tag byte). When every candidate fails, the
     first one's error is raised, since it is the most specific match, with the others' problems
-    appended so that nothing that was tried is hidden.
+    appended so that nothing that was tried is hidden. Only the last candidate may release
+    the bytes.
     """
     failures: list[tuple[str, TraceFormatError]] = []
     for reader in readers:
+        data.releasable = reader is readers[-1]
         try:
             return reader, reader.read(source, data)
         except TraceFormatError as exc:
@@ -129,11 +133,15 @@ def read_trace(
     gzip data inflating past `max_bytes` is refused (the streamed `trace convert` reads it)."""
     source = resolve_trace_file(Path(path))
     with stage(f"reading {source.name}"):
-        try:
-            raw = source.read_bytes()
-        except OSError as exc:
-            raise TraceFormatError(source, f"cannot read: {exc.strerror or exc}") from exc
-        return read_trace_bytes(source, raw, format, max_bytes=max_bytes)
+        # No local holds the bytes: `read_trace_bytes` hands them to the reader to free.
+        return read_trace_bytes(source, _read_file(source), format, max_bytes=max_bytes)
+
+
+def _read_file(source: Path) -> bytes:
+    try:
+        return source.read_bytes()
+    except OSError as exc:
+        raise TraceFormatError(source, f"cannot read: {exc.strerror or exc}") from exc
 
 
 def read_trace_bytes(
@@ -143,13 +151,17 @@ def read_trace_bytes(
     *,
     max_bytes: int = MAX_DECOMPRESSED_BYTES,
 ) -> Trace:
-    """Parse `raw`, the bytes already read from the trace file `source` (gzip or not)."""
-    data = gunzip_if_gzip(raw, source, max_bytes)
-    del raw  # a gzip file's compressed bytes are not needed past this point
-    if not data or data.isspace():
+    """Parse `raw`, the bytes already read from the trace file `source` (gzip or not).
+
+    Pass them without keeping a reference (`read_trace_bytes(path, path.read_bytes())`) and the
+    reader frees them as soon as it no longer needs them.
+    """
+    data = TraceBytes(gunzip_if_gzip(raw, source, max_bytes))
+    del raw  # from here on `data` is the only reference (to the file's bytes when not gzip)
+    if not data.data or data.data.isspace():
         raise TraceFormatError(source, "file is empty")
     if format is None:
-        readers = detect_formats(source, data)
+        readers = detect_formats(source, data.data)
     else:
         try:
             readers = [get_all_readers().get(format)]
@@ -163,6 +175,7 @@ def read_trace_bytes(
 
 
 __all__ = [
+    "TraceBytes",
     "TraceReader",
     "detect_format",
     "detect_formats",

@@ -19,6 +19,7 @@ from typing import Any
 import msgspec
 
 from irprof.errors import TraceFormatError
+from irprof.readers.trace_bytes import TraceBytes
 from irprof.trace.builder import TraceBuilder
 from irprof.trace.model import EventKind, Trace
 
@@ -144,9 +145,9 @@ class IreeProfileReader:
         """The first record is an iree-profile dispatch record (`{"type": "..."`)."""
         return _FIRST_RECORD.match(head) is not None
 
-    def read(self, path: Path, data: bytes) -> Trace:
+    def read(self, path: Path, data: TraceBytes) -> Trace:
         """Parse the whole JSONL file."""
-        return read_iree_profile(path, data)
+        return read_iree_profile(path, data.data)
 
 
 READER = IreeProfileReader()

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from irprof.errors import TraceFormatError
+from irprof.readers.trace_bytes import TraceBytes
 from irprof.trace.io import EVENTS_FORMAT, load_events_json, load_parquet
 from irprof.trace.model import Trace
 
@@ -26,7 +27,7 @@ class EventsJsonReader:
         """The format tag comes first (the writer puts it there)."""
         return _EVENTS_HEAD.match(head) is not None
 
-    def read(self, path: Path, data: bytes) -> Trace:
+    def read(self, path: Path, data: TraceBytes) -> Trace:
         """Load the unified JSON (the file is re-read; gzip is handled there too)."""
         return load_events_json(path)
 
@@ -41,13 +42,13 @@ class ParquetReader:
         """Parquet files start with the PAR1 magic."""
         return head.startswith(PARQUET_MAGIC)
 
-    def read(self, path: Path, data: bytes) -> Trace:
+    def read(self, path: Path, data: TraceBytes) -> Trace:
         """Load the Parquet file; a gzipped one is unpacked to a temporary file first."""
         with path.open("rb") as handle:
             if handle.read(len(PARQUET_MAGIC)) == PARQUET_MAGIC:
                 return load_parquet(path)
         with tempfile.NamedTemporaryFile() as unpacked:
-            unpacked.write(data)
+            unpacked.write(data.data)
             unpacked.flush()
             try:
                 return load_parquet(unpacked.name)

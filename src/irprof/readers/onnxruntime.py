@@ -20,6 +20,7 @@ import numpy as np
 
 from irprof.errors import TraceFormatError
 from irprof.readers.chrome.reader import read_chrome
+from irprof.readers.trace_bytes import TraceBytes
 from irprof.trace.model import EventKind, Trace
 
 # ORT names a node's events `<node name><suffix>` (onnxruntime/core/framework/sequential_executor).
@@ -40,7 +41,7 @@ def node_of_event(name: str) -> str | None:
     return None
 
 
-def read_onnxruntime(path: Path, data: bytes) -> Trace:
+def read_onnxruntime(path: Path, data: bytes | TraceBytes) -> Trace:
     """Parse an ORT profile: the Chrome trace, with ORT's events given irprof's kinds."""
     trace = read_chrome(path, data)
     op_names = trace.arg_column("op_name")
@@ -75,7 +76,7 @@ class OnnxRuntimeReader:
         """A JSON array whose first event has ORT's category "Session" or "Node"."""
         return _FIRST_EVENT.match(head) is not None
 
-    def read(self, path: Path, data: bytes) -> Trace:
+    def read(self, path: Path, data: TraceBytes) -> Trace:
         """Parse the whole document."""
         return read_onnxruntime(path, data)
 

@@ -57,6 +57,7 @@ from google.protobuf.message import DecodeError
 
 from irprof.errors import TraceFormatError
 from irprof.readers import SNIFF_BYTES
+from irprof.readers.trace_bytes import TraceBytes
 from irprof.readers.xplane_proto.profile_options_pb2 import ProfileOptions
 from irprof.readers.xplane_proto.xplane_pb2 import XEventMetadata, XPlane, XSpace, XStat
 from irprof.readers.xplane_proto.xplane_view_pb2 import XPlaneView, XSpaceView
@@ -540,9 +541,9 @@ class XPlaneReader:
         """A protobuf whose first field is a well-formed XSpace field (see `looks_like_xspace`)."""
         return looks_like_xspace(head)
 
-    def read(self, path: Path, data: bytes) -> Trace:
+    def read(self, path: Path, data: TraceBytes) -> Trace:
         """Parse the whole XSpace."""
-        return read_xplane(path, data)
+        return read_xplane(path, data.data)
 
 
 READER = XPlaneReader()

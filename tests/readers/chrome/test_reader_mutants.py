@@ -12,6 +12,7 @@ import pytest
 
 from irprof.errors import TraceFormatError
 from irprof.readers.chrome.reader import READER, _Parts, read_chrome
+from irprof.readers.trace_bytes import TraceBytes
 from irprof.trace.model import Trace
 
 PATH = Path("dir/t.json")
@@ -178,7 +179,7 @@ def test_chrome_json_starts_after_json_whitespace_only(head: bytes, accepted: bo
 
 def test_the_reader_reads_the_path_it_is_given() -> None:
     data = json.dumps({"traceEvents": [_event()]}).encode()
-    assert READER.read(PATH, data).metadata["source"] == str(PATH)
+    assert READER.read(PATH, TraceBytes(data)).metadata["source"] == str(PATH)
 
 
 def test_a_flow_without_an_id_is_flow_zero() -> None:

@@ -70,6 +70,7 @@ from irprof.readers.chrome.decode import (
 from irprof.readers.chrome.exact import NanosecondColumn
 from irprof.readers.chrome.flows import FLOW_END, FLOW_START, FlowPoints, bind_flows
 from irprof.readers.chrome.pairing import merge_args, pair_begin_end
+from irprof.readers.trace_bytes import TraceBytes, handed_over
 from irprof.trace.columns import check_time_columns, dense_unique, time_order
 from irprof.trace.model import EventKind, Flows, Trace
 
@@ -411,28 +412,47 @@ def _flow_points(
     )
 
 
-def read_chrome(path: Path, data: bytes) -> Trace:
-    """Parse Chrome Trace Event JSON (object or bare-array form) into a Trace."""
-    if data.startswith(UTF8_BOM):  # some Windows tools write one; JSON parsers refuse it
-        data = data[len(UTF8_BOM) :]
-    data, replaced = repair_utf8(data)
+def read_chrome(path: Path, data: bytes | TraceBytes) -> Trace:
+    """Parse Chrome Trace Event JSON (object or bare-array form) into a Trace.
+
+    Handed over as `TraceBytes`, the text is released once its columns are built, before the
+    args blob is gathered: the two together were the read's peak memory.
+    """
+    given = handed_over(data)
+    del data
+    text, replaced = repair_utf8(without_bom(given.data))
+    buffer = given if text is given.data else TraceBytes(text)  # a repaired copy is ours
+    del text
+    if buffer is not given:
+        given.release()
     warnings = [f"{replaced} invalid UTF-8 sequence(s) replaced by U+FFFD"] if replaced else []
     try:
         try:
-            return _read_events(path, locate_events(path, data), warnings)
+            return _read_events(path, locate_events(path, buffer.data), warnings, buffer)
         except SpanMismatch:
-            return _read_events(path, locate_events(path, data, exact=True), warnings)
+            located = locate_events(path, buffer.data, exact=True)
+            return _read_events(path, located, warnings, buffer)
     except RecursionError:
         raise TraceFormatError(
             path, f"JSON nested deeper than {MAX_JSON_DEPTH}-odd levels; flatten it"
         ) from None
 
 
-def _read_events(path: Path, text: EventText, notes: list[str]) -> Trace:
-    """The Trace of located events."""
+def without_bom(data: bytes) -> bytes:
+    """`data` without a leading UTF-8 byte order mark (some Windows tools write one; JSON
+    parsers refuse it)."""
+    return data[len(UTF8_BOM) :] if data.startswith(UTF8_BOM) else data
+
+
+def _read_events(path: Path, text: EventText, notes: list[str], buffer: TraceBytes) -> Trace:
+    """The Trace of located events; `buffer`, the text they are located in, is released once
+    their columns are built (`text` is the last other reference to it)."""
     base_ns = base_time_ns(path, text.fields.get("baseTimeNanoseconds"))
     warnings = list(notes)
     shape = _shape_columns(text, base_ns, warnings)
+    fields = text.fields
+    del text
+    buffer.release()
 
     phase = shape.phase
     direct = (phase == PHASE_SLICE) | (phase == PHASE_INSTANT) | (phase == PHASE_COUNTER)
@@ -486,7 +506,7 @@ def _read_events(path: Path, text: EventText, notes: list[str]) -> Trace:
         args_offsets=offsets,
         args_blob=blob,
         flows=flows,
-        metadata=trace_metadata(path, text.fields, base_ns, sort_index),
+        metadata=trace_metadata(path, fields, base_ns, sort_index),
         warnings=tuple(warnings),
     )
 
@@ -521,7 +541,7 @@ class ChromeReader:
         """JSON: an object or an array as the first non-blank character."""
         return head.lstrip(WHITESPACE)[:1] in (b"{", b"[")
 
-    def read(self, path: Path, data: bytes) -> Trace:
+    def read(self, path: Path, data: TraceBytes) -> Trace:
         """Parse the whole document."""
         return read_chrome(path, data)
 
