@@ -17,6 +17,7 @@ from typing import Any
 import orjson
 
 from irprof.errors import BundleError
+from irprof.frameworks.onnx.anchors import split_region
 from irprof.frameworks.onnx.paths import GRAPHS_FORMAT
 
 
@@ -229,17 +230,29 @@ def runtime_regions(graphs: OnnxGraphs) -> dict[str, Region]:
         for name in node.outputs:
             if name:
                 made_by[name] = position
+    links: dict[int, set[int]] = {}
     for position, node in enumerate(nodes):
         for name in node.inputs:
             # A tensor the source never had joins its ORT producer and consumers.
             if name and name not in source_tensors and name in made_by:
                 components.union(made_by[name], position)
+                links.setdefault(made_by[name], set()).add(position)
+                links.setdefault(position, set()).add(made_by[name])
     grouped: dict[int, list[int]] = {}
     for position in range(len(nodes)):
         grouped.setdefault(components.find(position), []).append(position)
     optimized_tensors = optimized.tensors()
     twins = _merged_twins(source, optimized_tensors)
     order = {node.name: index for index, node in enumerate(source.nodes)}
+    source_by_name = {node.name: node for node in source.nodes}
+    readers: dict[str, int] = dict.fromkeys(source.outputs, 1)
+    for node in source.nodes:
+        for name in set(node.inputs):
+            readers[name] = readers.get(name, 0) + 1
+
+    def walk(outputs: set[str], stop: set[str]) -> set[str]:
+        return _sources_computing(outputs, stop, producer, twins)
+
     regions: dict[str, Region] = {}
     for positions in grouped.values():
         outputs = {
@@ -247,14 +260,29 @@ def runtime_regions(graphs: OnnxGraphs) -> dict[str, Region]:
         }
         # Walk back from what the region computes until a tensor the optimized graph still
         # holds: constant-folded values, the region's inputs, other regions' outputs.
-        members = _sources_computing(outputs, optimized_tensors - outputs, producer, twins)
-        region = Region(
-            nodes=tuple(nodes[p].name for p in positions),
-            members=tuple(sorted(members, key=order.__getitem__)),
-        )
-        for p in positions:
-            earlier = regions.get(nodes[p].name)
-            regions[nodes[p].name] = region if earlier is None else _merged(earlier, region, order)
+        stop = optimized_tensors - outputs
+        members = walk(outputs, stop)
+        pieces = None
+        if len(positions) > 1:  # one piece per kernel where ORT's names say which is which
+            local = {p: index for index, p in enumerate(positions)}
+            pieces = split_region(
+                [nodes[p] for p in positions],
+                {local[p]: {local[q] for q in links.get(p, ())} for p in positions},
+                [source_by_name[name] for name in sorted(members, key=order.__getitem__)],
+                stop,
+                source_tensors,
+                readers,
+                walk,
+            )
+        for piece, piece_members in pieces or [(list(range(len(positions))), members)]:
+            region = Region(
+                nodes=tuple(nodes[positions[index]].name for index in piece),
+                members=tuple(sorted(piece_members, key=order.__getitem__)),
+            )
+            for index in piece:
+                name = nodes[positions[index]].name
+                earlier = regions.get(name)
+                regions[name] = region if earlier is None else _merged(earlier, region, order)
     return regions
 
 

@@ -1,0 +1,141 @@
+"""Splitting a region of several ORT nodes into one piece per kernel, where ORT's names allow.
+
+A region (`graph.runtime_regions`) joins ORT nodes by tensors the source graph never had, so a
+chain of kernels that each replaced source nodes (convolutions in NCHWc or NHWC layout, a
+QDQ model's QLinearConvs) is one region, and every kernel's measured time would be pooled over
+all of its source nodes. ORT names each node it creates after the node or tensor it replaces
+(`Graph::GenerateNodeName` appends `_token_<n>`, the NCHWc transformer `_nchwc` to the replaced
+output's name, the MatMul + Add fusion `/MatMulAddFusion`), so a kernel whose name extends exactly one of the region's source nodes' names
+or output names is *anchored* there. The names only refine what the structure already decided:
+
+- each anchored kernel gets the source nodes on def-use paths into its anchor's outputs (and
+  into the source-named tensors it writes), stopping at the region's inputs and at the other
+  anchors' outputs;
+- a kernel without an anchor (a layout `Transpose`, `ReorderInput`/`ReorderOutput`) joins the
+  one piece it is linked to through ORT's own tensors;
+- a source node two pieces both reach (an `Add` ORT fused into the convolution before it, which
+  the walks from the convolutions after it both pass) belongs to the piece whose anchor's
+  output it is the only reader of: the condition under which ORT fuses a follower into its
+  producer;
+- the split is used only when every kernel finds a piece and the pieces' source nodes are the
+  region's, each in exactly one piece; otherwise the region stays whole, shared as before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from irprof.frameworks.onnx.graph import GraphNode
+
+# What a piece computes: source nodes on def-use paths into `outputs` from the `stop` tensors.
+Walk = Callable[[set[str], set[str]], set[str]]
+
+
+def anchor_names(members: Sequence[GraphNode]) -> dict[str, str | None]:
+    """Name or output tensor name -> the member it names (None: it names two members)."""
+    named: dict[str, str | None] = {}
+    for member in members:
+        for key in {member.name, *(name for name in member.outputs if name)}:
+            named[key] = member.name if named.get(key, member.name) == member.name else None
+    return named
+
+
+def anchor_of(ort_name: str, named: Mapping[str, str | None]) -> str | None:
+    """The member that `ort_name` is, or extends with `_<suffix>` or `/<suffix>` (the longest
+    such name)."""
+    cut = len(ort_name)
+    while cut > 0:
+        key = ort_name[:cut]
+        if key in named:
+            return named[key]
+        cut = max(ort_name.rfind("_", 0, cut), ort_name.rfind("/", 0, cut))
+    return None
+
+
+def split_region(
+    kernels: Sequence[GraphNode],
+    links: Mapping[int, set[int]],
+    members: Sequence[GraphNode],
+    stop: set[str],
+    source_tensors: set[str],
+    readers: Mapping[str, int],
+    walk: Walk,
+) -> list[tuple[list[int], set[str]]] | None:
+    """The region's kernels (by position in `kernels`) and source nodes, piece by piece; None
+    when the names do not split it consistently. `links`: each kernel's neighbours through
+    ORT's own tensors; `stop`: the tensors the region's walk stopped at; `readers`: how many
+    source nodes (and graph outputs) read each tensor."""
+    named = anchor_names(members)
+    by_name = {member.name: member for member in members}
+    anchors = {p: anchor_of(kernel.name, named) for p, kernel in enumerate(kernels)}
+    pieces: dict[str, list[int]] = {}
+    for p, anchor in anchors.items():
+        if anchor is not None:
+            pieces.setdefault(anchor, []).append(p)
+    if len(pieces) < 2:
+        return None
+    for p, anchor in anchors.items():
+        if anchor is None:
+            reached = _anchors_reached(p, links, anchors)
+            if len(reached) != 1:
+                return None  # between two pieces, or linked to none: no single home
+            pieces[reached.pop()].append(p)
+    ends = {name for anchor in pieces for name in by_name[anchor].outputs if name}
+    found: dict[str, set[str]] = {}
+    for anchor, positions in pieces.items():
+        starts = {name for name in by_name[anchor].outputs if name} | {
+            name for p in positions for name in kernels[p].outputs if name in source_tensors
+        }
+        found[anchor] = walk(starts, (stop | ends) - starts)
+    claims: dict[str, list[str]] = {}
+    for anchor, names in found.items():
+        for name in names:
+            claims.setdefault(name, []).append(anchor)
+    for name, claimed in claims.items():
+        if len(claimed) > 1:
+            fused_into = _sole_producer_piece(by_name[name], by_name, pieces, readers)
+            if fused_into is None:
+                return None
+            for anchor in claimed:
+                found[anchor].discard(name)
+            found[fused_into].add(name)
+    if set(claims) != set(by_name):
+        return None
+    return [(sorted(pieces[anchor]), names) for anchor, names in found.items()]
+
+
+def _sole_producer_piece(
+    member: GraphNode,
+    by_name: Mapping[str, GraphNode],
+    pieces: Mapping[str, list[int]],
+    readers: Mapping[str, int],
+) -> str | None:
+    """The one anchor with an output that `member` is the only reader of, or None."""
+    found = {
+        anchor
+        for anchor in pieces
+        for name in by_name[anchor].outputs
+        if name and name in member.inputs and readers.get(name, 0) == 1
+    }
+    return found.pop() if len(found) == 1 else None
+
+
+def _anchors_reached(
+    start: int, links: Mapping[int, set[int]], anchors: Mapping[int, str | None]
+) -> set[str]:
+    """Anchors of the anchored kernels reached from `start` through kernels without one."""
+    reached: set[str] = set()
+    pending, seen = [start], {start}
+    while pending:
+        for other in links.get(pending.pop(), ()):
+            if other in seen:
+                continue
+            seen.add(other)
+            anchor = anchors[other]
+            if anchor is None:
+                pending.append(other)
+            else:
+                reached.add(anchor)
+    return reached

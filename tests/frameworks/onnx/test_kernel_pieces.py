@@ -1,0 +1,88 @@
+"""A statically quantized (QDQ) CNN captured through ONNX Runtime: ORT runs each convolution as
+its own QLinearConv kernel in NHWC layout, all joined by ORT's own tensors into one region.
+Each kernel's measured time must stay with its own convolution's source nodes, not be pooled
+over both (the expected sums come from the trace and ORT's optimized graph, read here)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+
+from irprof.cli.main import main
+
+
+def _float_cnn() -> onnx.ModelProto:
+    rng = np.random.default_rng(3)
+
+    def weight(name: str, shape: tuple[int, ...]) -> onnx.TensorProto:
+        return numpy_helper.from_array(rng.standard_normal(shape).astype(np.float32), name)
+
+    graph = helper.make_graph(
+        [helper.make_node("Conv", ["x", "w0", "b0"], ["c0"], name="conv0", pads=[1, 1, 1, 1]),
+         helper.make_node("Relu", ["c0"], ["r0"], name="relu0"),
+         helper.make_node("Conv", ["r0", "w1", "b1"], ["c1"], name="conv1", pads=[1, 1, 1, 1],
+                          strides=[2, 2]),
+         helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
+         helper.make_node("GlobalAveragePool", ["r1"], ["y"], name="pool")],
+        "qcnn",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 24, 24])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 16, 1, 1])],
+        [weight("w0", (8, 3, 3, 3)), weight("b0", (8,)), weight("w1", (16, 8, 3, 3)),
+         weight("b1", (16,))],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model
+
+
+class _Calibration(CalibrationDataReader):
+    def __init__(self) -> None:
+        rng = np.random.default_rng(4)
+        self.batches = iter(
+            [{"x": rng.standard_normal((2, 3, 24, 24)).astype(np.float32)} for _ in range(4)]
+        )
+
+    def get_next(self) -> dict[str, np.ndarray] | None:
+        return next(self.batches, None)
+
+
+def test_each_quantized_convolution_keeps_its_own_kernels_time(tmp_path: Path) -> None:
+    onnx.save(_float_cnn(), str(tmp_path / "float.onnx"))
+    model = tmp_path / "qdq.onnx"
+    quantize_static(
+        str(tmp_path / "float.onnx"), str(model), _Calibration(), quant_format=QuantFormat.QDQ,
+        activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,
+    )  # fmt: skip
+    run = tmp_path / "run"
+    assert main(["capture", "onnx", str(model), "-o", str(run), "--steps", "3"]) == 0
+    assert main(["annotate", str(run)]) == 0
+    # GIVEN ORT's graph: its QLinearConv kernels in order, and the layout nodes feeding each
+    ran = onnx.load(str(run / "ir" / "onnxruntime.optimized.onnx")).graph.node
+    convs = [kernel for kernel in ran if kernel.op_type == "QLinearConv"]
+    assert len(convs) == 2, [kernel.op_type for kernel in ran]
+    makers = {output: kernel for kernel in ran for output in kernel.output}
+    feeding = [
+        [makers[name].name for name in conv.input
+         if name in makers and makers[name].op_type == "Transpose"]
+        for conv in convs
+    ]  # fmt: skip
+    events: dict[str, int] = {}
+    for event in json.loads((run / "trace" / "onnxruntime.json").read_text()):
+        if event.get("cat") == "Node" and event["name"].endswith("_kernel_time"):
+            name = event["name"].removesuffix("_kernel_time")
+            events[name] = events.get(name, 0) + event["dur"] * 1000
+    # THEN each convolution's source node sits in a group whose ops hold exactly its kernel's
+    # time (and that of the layout Transposes feeding only it), and the two groups differ
+    entries = json.loads((run / "opprofile.onnx.json").read_text())["entries"]
+    group_of = {entry["key"]["name"]: entry["profile"].get("group") for entry in entries}
+    for source_conv, kernel, transposes in zip(("conv0", "conv1"), convs, feeding, strict=True):
+        group = group_of[source_conv]
+        assert group is not None and kernel.name in group
+        held = sum(e["profile"]["total_ns"] for e in entries if e["profile"].get("group") == group)
+        assert held == events[kernel.name] + sum(events[name] for name in transposes)
+    assert group_of["conv0"] != group_of["conv1"]
