@@ -90,6 +90,39 @@ def test_a_residual_add_two_kernels_reach_goes_to_the_convolution_it_was_fused_i
     }
 
 
+def test_a_residual_add_of_two_convolutions_and_its_relu_go_to_the_kernel_reading_the_other() -> (
+    None
+):
+    # A downsampling residual block: b = convB(a) and d = down(a) are added, then a Relu; ORT
+    # fuses both into convB's kernel, which reads down's kernel output as its Sum input. The
+    # walks from c and from y both pass add and relu; both follow b and d, and b's kernel
+    # reads d's. add2, reached from y alone, stays with y.
+    source = [
+        node("convA", "Conv", ["x", "w1"], ["a"]),
+        node("convB", "Conv", ["a", "w2"], ["b"]),
+        node("down", "Conv", ["a", "w3"], ["d"]),
+        node("add", "Add", ["b", "d"], ["s"]),
+        node("relu", "Relu", ["s"], ["r"]),
+        node("convC", "Conv", ["r", "w4"], ["c"]),
+        node("add2", "Add", ["r", "c"], ["u"]),
+        node("convD", "Conv", ["u", "w1"], ["y"]),
+    ]
+    optimized = [
+        node("a_nchwc", "Conv", ["x", "p1"], ["t1"]),
+        node("d_nchwc", "Conv", ["t1", "p3"], ["t2"]),
+        node("b_nchwc", "Conv", ["t1", "p2", "", "t2"], ["t3"]),
+        node("c_nchwc", "Conv", ["t3", "p4", "", "t3"], ["t4"]),
+        node("y_nchwc", "Conv", ["t4", "p1"], ["y"]),
+    ]
+    assert pieces(graphs(source, optimized)) == {
+        (("a_nchwc",), ("convA",)),
+        (("d_nchwc",), ("down",)),
+        (("b_nchwc",), ("convB", "add", "relu")),
+        (("c_nchwc",), ("convC",)),
+        (("y_nchwc",), ("add2", "convD")),
+    }
+
+
 def test_a_node_reached_twice_with_no_sole_producer_keeps_the_region_whole() -> None:
     # add reads a and b, each also read elsewhere: no kernel it could have been fused into.
     source = [

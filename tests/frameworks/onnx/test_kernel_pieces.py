@@ -86,3 +86,75 @@ def test_each_quantized_convolution_keeps_its_own_kernels_time(tmp_path: Path) -
         held = sum(e["profile"]["total_ns"] for e in entries if e["profile"].get("group") == group)
         assert held == events[kernel.name] + sum(events[name] for name in transposes)
     assert group_of["conv0"] != group_of["conv1"]
+
+
+def _residual_cnn() -> onnx.ModelProto:
+    """A stem convolution, then a downsampling residual block (conv1 -> relu -> conv2, plus a
+    1x1 shortcut, added, then a Relu), then a pooling: every convolution a distinct shape."""
+    rng = np.random.default_rng(5)
+
+    def weight(name: str, shape: tuple[int, ...]) -> onnx.TensorProto:
+        return numpy_helper.from_array(0.2 * rng.standard_normal(shape).astype(np.float32), name)
+
+    graph = helper.make_graph(
+        [helper.make_node("Conv", ["x", "ws"], ["s"], name="stem", pads=[1, 1, 1, 1]),
+         helper.make_node("Relu", ["s"], ["rs"], name="stem_relu"),
+         helper.make_node("Conv", ["rs", "w1"], ["c1"], name="conv1", pads=[1, 1, 1, 1],
+                          strides=[2, 2]),
+         helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
+         helper.make_node("Conv", ["r1", "w2"], ["c2"], name="conv2", pads=[1, 1, 1, 1]),
+         helper.make_node("Conv", ["rs", "wd"], ["d"], name="down", strides=[2, 2]),
+         helper.make_node("Add", ["c2", "d"], ["sum"], name="add"),
+         helper.make_node("Relu", ["sum"], ["r"], name="relu"),
+         helper.make_node("GlobalAveragePool", ["r"], ["y"], name="pool")],
+        "residual",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 32, 32])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 32, 1, 1])],
+        [weight("ws", (16, 3, 3, 3)), weight("w1", (32, 16, 3, 3)), weight("w2", (32, 32, 3, 3)),
+         weight("wd", (32, 16, 1, 1))],
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model
+
+
+def test_each_convolution_of_a_residual_block_keeps_its_own_kernels_time(tmp_path: Path) -> None:
+    """At the default level ORT runs the block in its NCHWc layout: four convolution kernels
+    joined by ORT's own tensors, the add and Relu fused into conv2's kernel as its Sum input."""
+    model = tmp_path / "residual.onnx"
+    onnx.save(_residual_cnn(), str(model))
+    run = tmp_path / "run"
+    assert main(["capture", "onnx", str(model), "-o", str(run), "--steps", "3"]) == 0
+    assert main(["annotate", str(run)]) == 0
+    # GIVEN each source convolution's kernel, found by its (reordered) weight's shape
+    ran = onnx.load(str(run / "ir" / "onnxruntime.optimized.onnx")).graph
+    shapes = {tensor.name: tuple(tensor.dims) for tensor in ran.initializer}
+    kernel_of = {}
+    for kernel in ran.node:
+        if kernel.op_type == "Conv":
+            shape = shapes[kernel.input[1]]
+            name = {(32, 16, 3, 3): "conv1", (32, 32, 3, 3): "conv2", (32, 16, 1, 1): "down"}
+            if shape in name:
+                kernel_of[name[shape]] = kernel.name
+    assert set(kernel_of) == {"conv1", "conv2", "down"}, [n.op_type for n in ran.node]
+    events: dict[str, int] = {}
+    for event in json.loads((run / "trace" / "onnxruntime.json").read_text()):
+        if event.get("cat") == "Node" and event["name"].endswith("_kernel_time"):
+            name = event["name"].removesuffix("_kernel_time")
+            events[name] = events.get(name, 0) + event["dur"] * 1000
+    # THEN each one's group holds exactly its kernel's time, three groups
+    entries = json.loads((run / "opprofile.onnx.json").read_text())["entries"]
+    group_of = {entry["key"]["name"]: entry["profile"].get("group") for entry in entries}
+    totals = {entry["key"]["name"]: entry["profile"]["total_ns"] for entry in entries}
+    for conv, kernel in kernel_of.items():
+        group = group_of[conv]
+        held = (
+            totals[conv]  # the kernel's only source node: no group
+            if group is None
+            else sum(
+                e["profile"]["total_ns"] for e in entries if e["profile"].get("group") == group
+            )
+        )
+        assert held == events[kernel], conv
+    grouped = [group_of[conv] for conv in kernel_of if group_of[conv] is not None]
+    assert len(set(grouped)) == len(grouped)

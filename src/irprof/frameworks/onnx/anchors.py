@@ -5,18 +5,21 @@ chain of kernels that each replaced source nodes (convolutions in NCHWc or NHWC 
 QDQ model's QLinearConvs) is one region, and every kernel's measured time would be pooled over
 all of its source nodes. ORT names each node it creates after the node or tensor it replaces
 (`Graph::GenerateNodeName` appends `_token_<n>`, the NCHWc transformer `_nchwc` to the replaced
-output's name, the MatMul + Add fusion `/MatMulAddFusion`), so a kernel whose name extends exactly one of the region's source nodes' names
-or output names is *anchored* there. The names only refine what the structure already decided:
+output's name, the MatMul + Add fusion `/MatMulAddFusion`), so a kernel whose name extends
+exactly one of the region's source nodes' names or output names is *anchored* there. The
+names only refine what the structure already decided:
 
 - each anchored kernel gets the source nodes on def-use paths into its anchor's outputs (and
   into the source-named tensors it writes), stopping at the region's inputs and at the other
   anchors' outputs;
 - a kernel without an anchor (a layout `Transpose`, `ReorderInput`/`ReorderOutput`) joins the
   one piece it is linked to through ORT's own tensors;
-- a source node two pieces both reach (an `Add` ORT fused into the convolution before it, which
-  the walks from the convolutions after it both pass) belongs to the piece whose anchor's
-  output it is the only reader of: the condition under which ORT fuses a follower into its
-  producer;
+- a source node two pieces both reach (an `Add`, and the `Relu` after it, that ORT fused into
+  the convolution before them, which the walks from the convolutions after them both pass)
+  belongs to the piece it follows: the only reader of the anchor's output, or of a follower's
+  (the condition under which ORT fuses a follower into its producer); when it follows two (a
+  residual `Add` of two convolutions), to the one whose kernel reads the other's output (ORT's
+  `Sum` input: the add runs in the later kernel);
 - the split is used only when every kernel finds a piece and the pieces' source nodes are the
   region's, each in exactly one piece; otherwise the region stays whole, shared as before.
 """
@@ -93,33 +96,72 @@ def split_region(
     for anchor, names in found.items():
         for name in names:
             claims.setdefault(name, []).append(anchor)
-    for name, claimed in claims.items():
-        if len(claimed) > 1:
-            fused_into = _sole_producer_piece(by_name[name], by_name, pieces, readers)
-            if fused_into is None:
-                return None
-            for anchor in claimed:
-                found[anchor].discard(name)
-            found[fused_into].add(name)
+    contested = {name for name, claimed in claims.items() if len(claimed) > 1}
+    followed = _followers(contested, by_name, pieces, readers)
+    for name in contested:
+        fused_into = _fused_into(followed.get(name, set()), pieces, kernels)
+        if fused_into is None:
+            return None
+        for anchor in claims[name]:
+            found[anchor].discard(name)
+        found[fused_into].add(name)
     if set(claims) != set(by_name):
         return None
     return [(sorted(pieces[anchor]), names) for anchor, names in found.items()]
 
 
-def _sole_producer_piece(
-    member: GraphNode,
+def _followers(
+    contested: set[str],
     by_name: Mapping[str, GraphNode],
     pieces: Mapping[str, list[int]],
     readers: Mapping[str, int],
+) -> dict[str, set[str]]:
+    """Contested member -> the anchors it follows: from an anchor, the only reader of its one
+    output, then that node's only reader, and so on while they are contested (a residual `Add`
+    and the `Relu` after it, fused into the convolution whose output they read)."""
+    reader_of: dict[str, str] = {}
+    for member in by_name.values():
+        for name in member.inputs:
+            if name and readers.get(name, 0) == 1:
+                reader_of[name] = member.name
+    followed: dict[str, set[str]] = {}
+    for anchor in pieces:
+        node = by_name[anchor]
+        while True:
+            outputs = [name for name in node.outputs if name]
+            follower = reader_of.get(outputs[0]) if len(outputs) == 1 else None
+            if (
+                follower is None
+                or follower not in contested
+                or anchor in followed.get(follower, ())
+            ):
+                break
+            followed.setdefault(follower, set()).add(anchor)
+            node = by_name[follower]
+    return followed
+
+
+def _fused_into(
+    candidates: set[str], pieces: Mapping[str, list[int]], kernels: Sequence[GraphNode]
 ) -> str | None:
-    """The one anchor with an output that `member` is the only reader of, or None."""
-    found = {
-        anchor
-        for anchor in pieces
-        for name in by_name[anchor].outputs
-        if name and name in member.inputs and readers.get(name, 0) == 1
-    }
-    return found.pop() if len(found) == 1 else None
+    """The one candidate a contested member was fused into, or None: the only one, or among
+    several (a residual `Add` reading two convolutions) the one whose kernels read every other
+    candidate's kernels' output (ORT's `Sum` input: the add runs in the later kernel)."""
+    if len(candidates) > 1:
+        made = {
+            anchor: {name for p in pieces[anchor] for name in kernels[p].outputs if name}
+            for anchor in candidates
+        }
+        read = {
+            anchor: {name for p in pieces[anchor] for name in kernels[p].inputs if name}
+            for anchor in candidates
+        }
+        candidates = {
+            anchor
+            for anchor in candidates
+            if all(read[anchor] & made[other] for other in candidates if other != anchor)
+        }
+    return next(iter(candidates)) if len(candidates) == 1 else None
 
 
 def _anchors_reached(
