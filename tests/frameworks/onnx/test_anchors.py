@@ -123,6 +123,52 @@ def test_a_residual_add_of_two_convolutions_and_its_relu_go_to_the_kernel_readin
     }
 
 
+def test_a_last_residual_add_before_a_pooling_kernel_is_the_convolutions_not_the_poolings() -> None:
+    # Only the pooling's walk reaches add and relu; they join b and d, and b's kernel reads d's.
+    source = [
+        node("convA", "Conv", ["x", "w1"], ["a"]),
+        node("convB", "Conv", ["a", "w2"], ["b"]),
+        node("down", "Conv", ["a", "w3"], ["d"]),
+        node("add", "Add", ["b", "d"], ["s"]),
+        node("relu", "Relu", ["s"], ["r"]),
+        node("pool", "GlobalAveragePool", ["r"], ["y"]),
+    ]
+    optimized = [
+        node("a_nchwc", "Conv", ["x", "p1"], ["t1"]),
+        node("d_nchwc", "Conv", ["t1", "p3"], ["t2"]),
+        node("b_nchwc", "Conv", ["t1", "p2", "", "t2"], ["t3"]),
+        node("y_nchwc", "GlobalAveragePool", ["t3"], ["t4"]),
+        node("ReorderOutput", "ReorderOutput", ["t4"], ["y"]),
+    ]
+    assert pieces(graphs(source, optimized)) == {
+        (("a_nchwc",), ("convA",)),
+        (("d_nchwc",), ("down",)),
+        (("b_nchwc",), ("convB", "add", "relu")),
+        (("y_nchwc", "ReorderOutput"), ("pool",)),
+    }
+
+
+def test_a_join_of_kernels_neither_of_which_reads_the_other_stays_where_the_walk_put_it() -> None:
+    # b and d both feed add only, but no kernel has the other's output as an extra input: ORT
+    # did not fuse the add into either, so the later kernel's walk keeps it.
+    source = [
+        node("convB", "Conv", ["x", "w2"], ["b"]),
+        node("down", "Conv", ["x", "w3"], ["d"]),
+        node("add", "Add", ["b", "d"], ["s"]),
+        node("convC", "Conv", ["s", "w4"], ["y"]),
+    ]
+    optimized = [
+        node("b_nchwc", "Conv", ["x", "p2"], ["t1"]),
+        node("d_nchwc", "Conv", ["x", "p3"], ["t2"]),
+        node("y_nchwc", "Conv", ["t1", "p4", "", "t2"], ["y"]),
+    ]
+    assert pieces(graphs(source, optimized)) == {
+        (("b_nchwc",), ("convB",)),
+        (("d_nchwc",), ("down",)),
+        (("y_nchwc",), ("add", "convC")),
+    }
+
+
 def test_a_node_reached_twice_with_no_sole_producer_keeps_the_region_whole() -> None:
     # add reads a and b, each also read elsewhere: no kernel it could have been fused into.
     source = [

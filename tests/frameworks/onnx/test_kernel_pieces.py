@@ -119,8 +119,9 @@ def _residual_cnn() -> onnx.ModelProto:
 
 
 def test_each_convolution_of_a_residual_block_keeps_its_own_kernels_time(tmp_path: Path) -> None:
-    """At the default level ORT runs the block in its NCHWc layout: four convolution kernels
-    joined by ORT's own tensors, the add and Relu fused into conv2's kernel as its Sum input."""
+    """At the default level ORT runs the block in its NCHWc layout (on x86): four convolution
+    kernels joined by ORT's own tensors, the add and Relu fused into conv2's kernel as its Sum
+    input, the pooling a kernel of its own after them."""
     model = tmp_path / "residual.onnx"
     onnx.save(_residual_cnn(), str(model))
     run = tmp_path / "run"
@@ -158,3 +159,9 @@ def test_each_convolution_of_a_residual_block_keeps_its_own_kernels_time(tmp_pat
         assert held == events[kernel], conv
     grouped = [group_of[conv] for conv in kernel_of if group_of[conv] is not None]
     assert len(set(grouped)) == len(grouped)
+    # AND where ORT's graph shows the add fused into conv2's kernel (its Sum input is the
+    # shortcut kernel's output), the add and the Relu after it are in conv2's group
+    kernels = {kernel.name: kernel for kernel in ran.node}
+    conv2 = kernels[kernel_of["conv2"]]
+    if len(conv2.input) > 3 and conv2.input[3] in kernels[kernel_of["down"]].output:
+        assert group_of["add"] == group_of["relu"] == group_of["conv2"] is not None

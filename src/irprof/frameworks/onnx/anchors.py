@@ -14,6 +14,9 @@ names only refine what the structure already decided:
   anchors' outputs;
 - a kernel without an anchor (a layout `Transpose`, `ReorderInput`/`ReorderOutput`) joins the
   one piece it is linked to through ORT's own tensors;
+- a join of two anchors' outputs that only it reads (a residual `Add` of two convolutions) goes
+  to the anchor whose kernel reads the other's output (ORT's `Sum` input: the add runs in the
+  later kernel), with the single-input nodes after it that only it feeds (the `Relu`);
 - a source node two pieces both reach (an `Add`, and the `Relu` after it, that ORT fused into
   the convolution before them, which the walks from the convolutions after them both pass)
   belongs to the piece it follows: the only reader of the anchor's output, or of a follower's
@@ -96,18 +99,64 @@ def split_region(
     for anchor, names in found.items():
         for name in names:
             claims.setdefault(name, []).append(anchor)
-    contested = {name for name, claimed in claims.items() if len(claimed) > 1}
+    moved = _joins(by_name, pieces, readers, kernels)
+    contested = {name for name, claimed in claims.items() if len(claimed) > 1} - set(moved)
     followed = _followers(contested, by_name, pieces, readers)
     for name in contested:
         fused_into = _fused_into(followed.get(name, set()), pieces, kernels)
         if fused_into is None:
             return None
-        for anchor in claims[name]:
+        moved[name] = fused_into
+    for name, fused_into in moved.items():
+        for anchor in claims.get(name, ()):
             found[anchor].discard(name)
         found[fused_into].add(name)
     if set(claims) != set(by_name):
         return None
     return [(sorted(pieces[anchor]), names) for anchor, names in found.items()]
+
+
+def _sole_readers(by_name: Mapping[str, GraphNode], readers: Mapping[str, int]) -> dict[str, str]:
+    """Tensor -> the member that is its only reader."""
+    return {
+        name: member.name
+        for member in by_name.values()
+        for name in member.inputs
+        if name and readers.get(name, 0) == 1
+    }
+
+
+def _joins(
+    by_name: Mapping[str, GraphNode],
+    pieces: Mapping[str, list[int]],
+    readers: Mapping[str, int],
+    kernels: Sequence[GraphNode],
+) -> dict[str, str]:
+    """Member -> the piece it was fused into, for a join of two anchors' outputs that it alone
+    reads (a residual `Add` of two convolutions) when one of their kernels reads the others'
+    output (ORT's `Sum` input), and for the single-input nodes after it that alone read what
+    it computes (the `Relu` after the `Add`), up to the next anchor. Wherever the walks placed
+    them: a join the next kernel's walk reached alone is still the earlier kernel's work."""
+    reader_of = _sole_readers(by_name, readers)
+    follows: dict[str, set[str]] = {}
+    for anchor in pieces:
+        outputs = [name for name in by_name[anchor].outputs if name]
+        follower = reader_of.get(outputs[0]) if len(outputs) == 1 else None
+        if follower is not None and follower not in pieces:
+            follows.setdefault(follower, set()).add(anchor)
+    moved: dict[str, str] = {}
+    for join, anchors in follows.items():
+        owner = _fused_into(anchors, pieces, kernels) if len(anchors) > 1 else None
+        if owner is None:
+            continue
+        current: str | None = join
+        while current is not None and current not in pieces and current not in moved:
+            moved[current] = owner
+            outputs = [name for name in by_name[current].outputs if name]
+            after = reader_of.get(outputs[0]) if len(outputs) == 1 else None
+            single = after is not None and sum(1 for name in by_name[after].inputs if name) == 1
+            current = after if single else None
+    return moved
 
 
 def _followers(
@@ -119,11 +168,7 @@ def _followers(
     """Contested member -> the anchors it follows: from an anchor, the only reader of its one
     output, then that node's only reader, and so on while they are contested (a residual `Add`
     and the `Relu` after it, fused into the convolution whose output they read)."""
-    reader_of: dict[str, str] = {}
-    for member in by_name.values():
-        for name in member.inputs:
-            if name and readers.get(name, 0) == 1:
-                reader_of[name] = member.name
+    reader_of = _sole_readers(by_name, readers)
     followed: dict[str, set[str]] = {}
     for anchor in pieces:
         node = by_name[anchor]
