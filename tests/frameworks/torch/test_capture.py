@@ -219,9 +219,14 @@ def test_model_torch_export_cannot_handle_is_one_clear_error(tmp_path: Path) -> 
             """
         )
     )
-    with pytest.raises(CaptureError, match=r"branchy\.py: torch\.export could not export"):
+    with pytest.raises(
+        CaptureError, match=r"branchy\.py: torch\.export could not export"
+    ) as raised:
         capture_torch(script, tmp_path / "run")
     assert not (tmp_path / "run").exists()
+    # and it names the model's line that stopped the export, with its code
+    line = script.read_text().splitlines().index("        if x.sum() > 0:") + 1
+    assert f"branchy.py:{line} in forward: `if x.sum() > 0:`" in str(raised.value)
 
 
 KEYWORD_MODEL = textwrap.dedent(

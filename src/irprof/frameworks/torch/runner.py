@@ -34,6 +34,7 @@ from irprof.frameworks.torch.decomposition import (
     DecompositionError,
     decompose_recorded,
 )
+from irprof.frameworks.torch.export_errors import export_failure
 from irprof.frameworks.torch.locations import (
     FxNodeName,
     format_stack_trace,
@@ -433,9 +434,8 @@ def export_program(spec: ModelSpec, script: Path) -> torch.export.ExportedProgra
                 spec.model, spec.inputs, spec.kwargs, dynamic_shapes=spec.dynamic_shapes
             )
     except Exception as error:  # torch.export raises many types; all mean "cannot export"
-        summary = (str(error).strip().splitlines() or [""])[0][:300]
         raise ScriptError(
-            f"{script}: torch.export could not export the model ({type(error).__name__}: {summary})"
+            f"{script}: torch.export could not export the model ({export_failure(error)})"
         ) from error
     inline_grad_regions(program)
     return program
