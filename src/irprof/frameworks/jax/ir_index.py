@@ -94,7 +94,7 @@ class JaxOpIndex(OpIndex):
                 if callee:
                     self._calls_to[callee].append(position)
             self.function_of.append(current)
-        self._identity_cache: dict[int, tuple[_Identity, ...]] = {}
+        self._identity_cache: dict[tuple[int, bool], tuple[_Identity, ...]] = {}
         self._position_of_op: dict[int, int] | None = None
         self._exact: dict[tuple[str, tuple[str, ...]], list[IrTarget]] = defaultdict(list)
         self._loose: dict[tuple[str, str], list[IrTarget]] = defaultdict(list)
@@ -106,7 +106,8 @@ class JaxOpIndex(OpIndex):
             if info.op_name in ("func.func", "builtin.module"):
                 continue
             identities = self.identities(position)
-            for identity in identities:
+            transparent = self.identities(position, through_unknown=True)
+            for identity in dict.fromkeys((*identities, *transparent)):
                 target = IrTarget(position, identity.via_calls)
                 for name in dict.fromkeys((identity.name, self._inlined_name(info, identity))):
                     self._exact[(name, identity.chain)].append(target)
@@ -119,13 +120,24 @@ class JaxOpIndex(OpIndex):
             self.files.update(p.rsplit(":", 2)[0] for p in info.keys.chain)
         self._file_map: dict[str, str] = {}
 
-    def identities(self, position: int, depth: int = 0) -> tuple[_Identity, ...]:
-        """Full (name, chain) identities of the op at `position`, one per call path."""
-        cached = self._identity_cache.get(position)
+    def identities(
+        self, position: int, depth: int = 0, *, through_unknown: bool = False
+    ) -> tuple[_Identity, ...]:
+        """Full (name, chain) identities of the op at `position`, one per call path.
+
+        A call at an unknown location ends a path (its callee's ops are named alone, as XLA
+        names `jnp.cumsum`'s `reduce_window_sum` behind one), unless `through_unknown`: then
+        it adds no scope and the callers' scopes still count, as XLA names the ops of
+        `threefry2x32` behind one in `jax.random.gamma`
+        (`jit(_gamma)/vmap()/vmap(jit(_threefry_split))/while/body/add`). The index holds both.
+        """
+        cached = self._identity_cache.get((position, through_unknown))
         if cached is not None:
             return cached
         info = self.infos[position]
         name = info.keys.name
+        if through_unknown and name is None and info.op_name == "func.call":
+            name = ""
         found: list[_Identity] = []
         if name is not None and depth < 16:
             function = self.function_of[position]
@@ -134,7 +146,7 @@ class JaxOpIndex(OpIndex):
                 found.append(_Identity(name, own_chain, ()))
             else:
                 for call in self._calls_to[function]:
-                    outers = self.identities(call, depth + 1)
+                    outers = self.identities(call, depth + 1, through_unknown=through_unknown)
                     if not outers and "/" in name:
                         # A call with no name of its own (`jax.export`'s wrapper of the exported
                         # function): the callee's ops carry their full path already.
@@ -152,7 +164,7 @@ class JaxOpIndex(OpIndex):
                             )
                         )
         result = tuple(found)
-        self._identity_cache[position] = result
+        self._identity_cache[(position, through_unknown)] = result
         return result
 
     def _inlined_name(self, info: OpInfo, identity: _Identity) -> str:
