@@ -17,6 +17,7 @@ from irprof.readers.xplane import (
     classify_event,
     looks_like_xspace,
     read_xplane,
+    stat_int,
     stat_value,
     stats_dict,
 )
@@ -120,6 +121,7 @@ def varint(value: int) -> bytes:
     ("head", "accepted"),
     [
         (b"\x0a\x00", True),  # one empty plane: the smallest XSpace with a plane
+        (b"\x0a\x00\x0a\x02\x08\x01", True),  # an empty plane, then a plane with its id
         (b"", False),
         (b"\x0a", False),
         (b'\x0a{"traceEvents": []}', False),  # text: no control byte outside \t\n\r
@@ -410,3 +412,14 @@ def test_hlo_programs_from_the_metadata_plane(tmp_path: Path) -> None:
         (3, "jit_init", b"init"),
         (7, "jit_step", b"step"),
     ]
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [(5.0, 5), (-3.0, -3), (5.5, None), (float("nan"), None), (float("inf"), None),
+     (2.0**63, None), (-(2.0**63), -(2**63)), ("5", None), (True, None)],
+)  # fmt: skip
+def test_an_integral_float_stat_is_read_as_its_integer(value: object, expected: int | None) -> None:
+    """Some writers store ids and times as doubles: an integral one is the integer, as an int."""
+    got = stat_int(value)
+    assert got == expected and (got is None or type(got) is int)
