@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnx
@@ -51,6 +52,22 @@ class _Calibration(CalibrationDataReader):
         return next(self.batches, None)
 
 
+def _kernel_ns(run: Path) -> dict[str, int]:
+    """ORT node name -> the ns of its kernel events in the profiled runs, from the trace."""
+    events: dict[str, int] = {}
+    for event in json.loads((run / "trace" / "onnxruntime.json").read_text()):
+        if event.get("cat") == "Node" and event["name"].endswith("_kernel_time"):
+            name = event["name"].removesuffix("_kernel_time")
+            events[name] = events.get(name, 0) + event["dur"] * 1000
+    return events
+
+
+def _groups(run: Path) -> tuple[list[dict[str, Any]], dict[str, str | None]]:
+    """The profile's entries, and each op's event group (None: an op alone in its kernel)."""
+    entries: list[dict[str, Any]] = json.loads((run / "opprofile.onnx.json").read_text())["entries"]
+    return entries, {entry["key"]["name"]: entry["profile"].get("group") for entry in entries}
+
+
 def test_each_quantized_convolution_keeps_its_own_kernels_time(tmp_path: Path) -> None:
     onnx.save(_float_cnn(), str(tmp_path / "float.onnx"))
     model = tmp_path / "qdq.onnx"
@@ -71,15 +88,10 @@ def test_each_quantized_convolution_keeps_its_own_kernels_time(tmp_path: Path) -
          if name in makers and makers[name].op_type == "Transpose"]
         for conv in convs
     ]  # fmt: skip
-    events: dict[str, int] = {}
-    for event in json.loads((run / "trace" / "onnxruntime.json").read_text()):
-        if event.get("cat") == "Node" and event["name"].endswith("_kernel_time"):
-            name = event["name"].removesuffix("_kernel_time")
-            events[name] = events.get(name, 0) + event["dur"] * 1000
+    events = _kernel_ns(run)
     # THEN each convolution's source node sits in a group whose ops hold exactly its kernel's
     # time (and that of the layout Transposes feeding only it), and the two groups differ
-    entries = json.loads((run / "opprofile.onnx.json").read_text())["entries"]
-    group_of = {entry["key"]["name"]: entry["profile"].get("group") for entry in entries}
+    entries, group_of = _groups(run)
     for source_conv, kernel, transposes in zip(("conv0", "conv1"), convs, feeding, strict=True):
         group = group_of[source_conv]
         assert group is not None and kernel.name in group
@@ -138,14 +150,9 @@ def test_each_convolution_of_a_residual_block_keeps_its_own_kernels_time(tmp_pat
             if shape in name:
                 kernel_of[name[shape]] = kernel.name
     assert set(kernel_of) == {"conv1", "conv2", "down"}, [n.op_type for n in ran.node]
-    events: dict[str, int] = {}
-    for event in json.loads((run / "trace" / "onnxruntime.json").read_text()):
-        if event.get("cat") == "Node" and event["name"].endswith("_kernel_time"):
-            name = event["name"].removesuffix("_kernel_time")
-            events[name] = events.get(name, 0) + event["dur"] * 1000
+    events = _kernel_ns(run)
     # THEN each one's group holds exactly its kernel's time, three groups
-    entries = json.loads((run / "opprofile.onnx.json").read_text())["entries"]
-    group_of = {entry["key"]["name"]: entry["profile"].get("group") for entry in entries}
+    entries, group_of = _groups(run)
     totals = {entry["key"]["name"]: entry["profile"]["total_ns"] for entry in entries}
     for conv, kernel in kernel_of.items():
         group = group_of[conv]
