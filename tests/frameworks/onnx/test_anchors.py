@@ -169,6 +169,52 @@ def test_a_join_of_kernels_neither_of_which_reads_the_other_stays_where_the_walk
     }
 
 
+def test_nchwc_reorders_between_two_kernels_join_the_convolution_they_convert_for() -> None:
+    # An activation kernel, a convolution in NCHWc, an activation kernel: the ReorderInput
+    # lays its input out for the convolution, the ReorderOutput lays its result back out.
+    source = [
+        node("act", "Mul", ["x", "x"], ["a"]),
+        node("conv", "Conv", ["a", "w1"], ["c"]),
+        node("act2", "Mul", ["c", "c"], ["y"]),
+    ]
+    optimized = [
+        node("act", "Mul", ["x", "x"], ["t0"]),
+        node("ReorderInput", "ReorderInput", ["t0"], ["t1"]),
+        node("c_nchwc", "Conv", ["t1", "p1"], ["t2"]),
+        node("ReorderOutput", "ReorderOutput", ["t2"], ["t3"]),
+        node("act2", "Mul", ["t3", "t3"], ["y"]),
+    ]
+    assert pieces(graphs(source, optimized)) == {
+        (("act",), ("act",)),
+        (("ReorderInput", "c_nchwc", "ReorderOutput"), ("conv",)),
+        (("act2",), ("act2",)),
+    }
+
+
+def test_a_removed_transpose_two_kernels_read_goes_to_the_first_of_them() -> None:
+    # tf2onnx's layout Transpose, which ORT optimized away: add and mul both read it, and the
+    # convolution's output has another reader, so no kernel follows into it. It has no work.
+    source = [
+        node("conv", "Conv", ["x", "w1"], ["c"]),
+        node("tr", "Transpose", ["c"], ["t"]),
+        node("add", "Add", ["t", "w2"], ["s"]),
+        node("mul", "Mul", ["t", "s"], ["y"]),
+        node("side", "Relu", ["c"], ["z"]),
+    ]
+    optimized = [
+        node("conv", "Conv", ["x", "w1"], ["k1"]),
+        node("add", "Add", ["k1", "w2"], ["k2"]),
+        node("mul", "Mul", ["k1", "k2"], ["y"]),
+        node("side", "Relu", ["k1"], ["z"]),
+    ]
+    assert pieces(graphs(source, optimized)) == {
+        (("conv",), ("conv",)),
+        (("add",), ("tr", "add")),
+        (("mul",), ("mul",)),
+        (("side",), ("side",)),
+    }
+
+
 def test_a_node_reached_twice_with_no_sole_producer_keeps_the_region_whole() -> None:
     # add reads a and b, each also read elsewhere: no kernel it could have been fused into.
     source = [

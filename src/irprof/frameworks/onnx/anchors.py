@@ -13,7 +13,8 @@ names only refine what the structure already decided:
   into the source-named tensors it writes), stopping at the region's inputs and at the other
   anchors' outputs;
 - a kernel without an anchor (a layout `Transpose`, `ReorderInput`/`ReorderOutput`) joins the
-  one piece it is linked to through ORT's own tensors;
+  one piece it is linked to through ORT's own tensors; between two pieces, an NCHWc
+  `ReorderInput` joins the kernel reading it and a `ReorderOutput` the kernel it lays out;
 - a join of two anchors' outputs that only it reads (a residual `Add` of two convolutions) goes
   to the anchor whose kernel reads the other's output (ORT's `Sum` input: the add runs in the
   later kernel), with the single-input nodes after it that only it feeds (the `Relu`);
@@ -22,7 +23,9 @@ names only refine what the structure already decided:
   belongs to the piece it follows: the only reader of the anchor's output, or of a follower's
   (the condition under which ORT fuses a follower into its producer); when it follows two (a
   residual `Add` of two convolutions), to the one whose kernel reads the other's output (ORT's
-  `Sum` input: the add runs in the later kernel);
+  `Sum` input: the add runs in the later kernel); a data-movement node that no rule places (a
+  layout `Transpose` ORT optimized away, read by two kernels) has no work to share, and the
+  first of them keeps it;
 - the split is used only when every kernel finds a piece and the pieces' source nodes are the
   region's, each in exactly one piece; otherwise the region stays whole, shared as before.
 """
@@ -31,6 +34,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
+
+from irprof.frameworks.onnx.work import MOVEMENT
 
 if TYPE_CHECKING:
     from irprof.frameworks.onnx.graph import GraphNode
@@ -85,6 +90,8 @@ def split_region(
     for p, anchor in anchors.items():
         if anchor is None:
             reached = _anchors_reached(p, links, anchors)
+            if len(reached) > 1:
+                reached = _layout_side(p, kernels, links, anchors)
             if len(reached) != 1:
                 return None  # between two pieces, or linked to none: no single home
             pieces[reached.pop()].append(p)
@@ -104,6 +111,10 @@ def split_region(
     followed = _followers(contested, by_name, pieces, readers)
     for name in contested:
         fused_into = _fused_into(followed.get(name, set()), pieces, kernels)
+        if fused_into is None and by_name[name].op_type in MOVEMENT and not by_name[name].domain:
+            # No work to place (a layout Transpose ORT optimized away, which the walks of the
+            # two kernels reading its value both reach): the first of those kernels keeps it.
+            fused_into = min(claims[name], key=lambda anchor: min(pieces[anchor]))
         if fused_into is None:
             return None
         moved[name] = fused_into
@@ -207,6 +218,32 @@ def _fused_into(
             if all(read[anchor] & made[other] for other in candidates if other != anchor)
         }
     return next(iter(candidates)) if len(candidates) == 1 else None
+
+
+# ORT's NCHWc layout conversions: which neighbour each one works for (docs/onnx.md).
+_CONVERTS_FOR_CONSUMER = "ReorderInput"  # lays a tensor out for the NCHWc kernel reading it
+_CONVERTS_FOR_PRODUCER = "ReorderOutput"  # lays an NCHWc kernel's result back out
+
+
+def _layout_side(
+    position: int,
+    kernels: Sequence[GraphNode],
+    links: Mapping[int, set[int]],
+    anchors: Mapping[int, str | None],
+) -> set[str]:
+    """For an NCHWc layout conversion between two pieces, the anchor of the kernel it converts
+    for: a `ReorderInput`'s reader, a `ReorderOutput`'s producer (empty: none, or not one)."""
+    kernel = kernels[position]
+    outputs = {name for name in kernel.outputs if name}
+    inputs = {name for name in kernel.inputs if name}
+    if kernel.op_type == _CONVERTS_FOR_CONSUMER:
+        sides = [q for q in links.get(position, ()) if outputs & set(kernels[q].inputs)]
+    elif kernel.op_type == _CONVERTS_FOR_PRODUCER:
+        sides = [q for q in links.get(position, ()) if inputs & set(kernels[q].outputs)]
+    else:
+        return set()
+    found = {anchors[q] for q in sides}
+    return {anchor for anchor in found if anchor is not None} if None not in found else set()
 
 
 def _anchors_reached(
