@@ -90,7 +90,8 @@ def test_zoo_model_is_attributed_at_every_level(model: str, measured: Measure) -
 
 
 # Listed time that no op of the level can hold, by construction: TF's function-argument and
-# result copies (no IR op does them), and at PyTorch's lowered levels an eager op whose operands
+# result copies (no IR op does them), raw-level ops tf-standard's pipeline moved or merged away,
+# and at PyTorch's lowered levels an eager op whose operands
 # were all constants of the frozen program (BatchNorm's `num_batches_tracked += 1`), folded into
 # a constant by lowering. Each is a single cheap dispatch whose time swings with machine load
 # (20-48 us for that add), so the floor is over the rest; the test still checks it is listed.
@@ -98,6 +99,9 @@ NO_OP_AT_LEVEL = (
     "function argument copy-in",
     "function result copy-out",
     "so lowering folded it into a constant",
+    # tf-standard's pipeline merges the optimizer's small per-variable ops (`tf_keras_fit`'s
+    # Adam updates: 1.3-1.6% of its step, 98.4% covered once on a fresh-clone run)
+    "this level's pipeline moved or merged",
 )
 
 
